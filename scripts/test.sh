@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# The whole test suite: set up (idempotent), then pytest. Extra arguments go to pytest
+# (e.g. `bash scripts/test.sh -m "not slow"` for the fast tier).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh || exit 1
+# Keep every cache and temp file inside the work tree.
+export RAGEN_RLLIB_CACHE="${RAGEN_RLLIB_CACHE:-$PWD/.cache/ragen_rllib}"
+export HF_HOME="$PWD/.cache/hf" HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
+export VLLM_CACHE_ROOT="$PWD/.cache/vllm" TORCHINDUCTOR_CACHE_DIR="$PWD/.cache/inductor"
+mkdir -p .cache/tmp && export TMPDIR="$PWD/.cache/tmp"
+.venv/bin/python -m pytest "$@"
+rc=$?
+if [ "$rc" -eq 5 ]; then
+  echo "pytest collected no tests (exit 5): nothing matched the selection" >&2
+fi
+exit "$rc"
