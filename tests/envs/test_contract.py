@@ -86,7 +86,8 @@ def test_any_text_gives_a_valid_step_result(env, actions):
 def test_valid_actions_step(env):
     """Every named action is accepted (case-insensitively) from a fresh state."""
     base = env.unwrapped
-    for name in base.action_names:
+    env.reset(seed=2)
+    for name in list(base.action_names):
         env.reset(seed=2)
         result = env.step(name.upper())
         _check_step_result(result)
