@@ -21,9 +21,18 @@ SEEDS_PER_CONFIG = 12  # resets per env config
 STEPS_PER_EPISODE = 4  # random steps rendered per reset
 
 
-def _episode_texts(env: gym.Env, seed: int, rng: np.random.Generator) -> Iterator[str]:
-    from ragen_rllib.agent.prompts import example_texts
+def example_texts(instruction: str, names: list[str], turn: int, obs: str, action: str, reward: float) -> list[str]:
+    """Texts of one turn in RAGEN's prompt format (system, user, assistant, reward)."""
+    return [
+        f"You're a helpful assistant. {instruction} Your available actions are: {', '.join(names)}.",
+        f"Turn {turn}:\nState:\n{obs}\nYou have {10 - turn} actions left. Always output: <think> [Your thoughts] "
+        "</think> <answer> [your answer] </answer> with no extra text.",
+        f"<think> I should go {action}. </think> <answer> {action} </answer>",
+        f"Reward:\n{reward:g}",
+    ]
 
+
+def _episode_texts(env: gym.Env, seed: int, rng: np.random.Generator) -> Iterator[str]:
     obs, _ = env.reset(seed=seed)
     base = env.unwrapped
     names = list(base.action_names)
