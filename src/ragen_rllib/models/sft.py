@@ -1,0 +1,76 @@
+"""Supervised fine-tuning on token transcripts, with the loss on assistant tokens only."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import torch
+
+from ragen_rllib.models.logprobs import gather_token_logprobs, masked_mean
+
+
+def pad_batch(samples: Sequence[dict], pad_id: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Right-pad ``input_ids``/``loss_mask`` lists into ``[B, T]`` tensors (ids, attention mask, loss mask)."""
+    width = max(len(s["input_ids"]) for s in samples)
+    ids = torch.full((len(samples), width), pad_id, dtype=torch.long)
+    attn = torch.zeros((len(samples), width), dtype=torch.long)
+    loss = torch.zeros((len(samples), width), dtype=torch.long)
+    for i, s in enumerate(samples):
+        n = len(s["input_ids"])
+        ids[i, :n] = torch.as_tensor(s["input_ids"])
+        attn[i, :n] = 1
+        loss[i, :n] = torch.as_tensor(s["loss_mask"])
+    return ids, attn, loss
+
+
+def length_buckets(lengths: Sequence[int], batch_size: int, rng: np.random.Generator) -> list[list[int]]:
+    """Batches of sample indices with similar lengths (little padding), in random order."""
+    order = np.argsort(np.asarray(lengths) + rng.random(len(lengths)))  # random tie-break
+    batches = [order[i : i + batch_size].tolist() for i in range(0, len(order), batch_size)]
+    rng.shuffle(batches)
+    return batches
+
+
+def sft_train(
+    model: torch.nn.Module,
+    samples: Sequence[dict],
+    *,
+    pad_id: int,
+    lr: float = 3e-3,
+    epochs: int = 1,
+    batch_size: int = 16,
+    weight_decay: float = 0.0,
+    grad_clip: float = 1.0,
+    seed: int = 0,
+    progress: bool = True,
+) -> list[float]:
+    """Train ``model`` on the samples' masked tokens; returns the loss of every step.
+
+    Each sample is ``{"input_ids": list[int], "loss_mask": list[int]}``; the loss is the mean negative
+    log-likelihood of the tokens where ``loss_mask`` is 1 (assistant tokens). Cosine learning-rate decay.
+    """
+    from tqdm.auto import tqdm
+
+    rng = np.random.default_rng(seed)
+    torch.manual_seed(seed)
+    lengths = [len(s["input_ids"]) for s in samples]
+    plan = [b for _ in range(epochs) for b in length_buckets(lengths, batch_size, rng)]
+    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda step: 0.5 * (1 + np.cos(np.pi * step / len(plan))))
+    model.train()
+    losses: list[float] = []
+    bar = tqdm(plan, desc="warm start", unit="batch", disable=not progress)
+    for batch in bar:
+        ids, attn, mask = pad_batch([samples[i] for i in batch], pad_id)
+        logits = model(input_ids=ids, attention_mask=attn).logits
+        loss = -masked_mean(gather_token_logprobs(logits, ids), mask)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
+        opt.step()
+        sched.step()
+        losses.append(loss.item())
+        bar.set_postfix(loss=f"{losses[-1]:.3f}")
+    model.eval()
+    return losses

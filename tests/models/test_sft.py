@@ -1,0 +1,36 @@
+import numpy as np
+import torch
+from transformers import AutoModelForCausalLM
+
+from ragen_rllib.models import tiny
+from ragen_rllib.models.logprobs import gather_token_logprobs
+from ragen_rllib.models.sft import length_buckets, pad_batch, sft_train
+
+
+def test_pad_batch_and_buckets():
+    ids, attn, loss = pad_batch([{"input_ids": [5, 6, 7], "loss_mask": [0, 1, 1]},
+                                 {"input_ids": [8], "loss_mask": [1]}], pad_id=0)
+    assert ids.tolist() == [[5, 6, 7], [8, 0, 0]]
+    assert attn.tolist() == [[1, 1, 1], [1, 0, 0]] and loss.tolist() == [[0, 1, 1], [1, 0, 0]]
+    lengths = [1, 50, 2, 49, 3, 48]
+    batches = length_buckets(lengths, 3, np.random.default_rng(0))
+    assert sorted(i for b in batches for i in b) == list(range(6))
+    assert sorted(sorted(lengths[i] for i in b) for b in batches) == [[1, 2, 3], [48, 49, 50]]
+
+
+def test_sft_learns_masked_tokens_only():
+    model = AutoModelForCausalLM.from_pretrained(tiny.tiny_model_path("nano"))
+    prompt, answer = [3, 4, 5, 6], [10, 11, 12]
+    sample = {"input_ids": prompt + answer, "loss_mask": [0] * 4 + [1] * 3}
+    ids = torch.tensor([sample["input_ids"]])
+
+    def logp():
+        with torch.no_grad():
+            return gather_token_logprobs(model(input_ids=ids).logits, ids)[0]
+
+    before = logp()
+    losses = sft_train(model, [sample] * 64, pad_id=0, lr=1e-2, batch_size=8, epochs=4, progress=False)
+    after = logp()
+    assert losses[-1] < losses[0] * 0.5
+    assert (after[4:] > before[4:] + 0.5).all()  # the trained (assistant) tokens got likely
+    assert after[4:].exp().min() > 0.5
