@@ -1,0 +1,93 @@
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ragen_rllib.agent.config import AgentConfig
+from ragen_rllib.agent.parsing import parse_response
+
+NAMES = ["Left", "Down", "Right", "Up"]
+CFG = AgentConfig()
+
+
+def parse(text, cfg=CFG, names=NAMES):
+    return parse_response(text, cfg, names)
+
+
+def test_well_formed_two_actions_case_insensitive():
+    p = parse("<think> go down then right </think> <answer> down || RIGHT </answer>")
+    assert p.format_ok and p.actions == ("Down", "Right") and p.num_invalid == 0
+    assert p.think == "go down then right" and p.answer == "down || RIGHT"
+
+
+def test_keeps_at_most_max_actions_per_turn():
+    p = parse("<think>x</think><answer>Up || Up || Left || Down</answer>")
+    assert p.actions == ("Up", "Up")
+    p3 = parse("<think>x</think><answer>Up || Up || Left</answer>", AgentConfig(max_actions_per_turn=3))
+    assert p3.actions == ("Up", "Up", "Left")
+
+
+def test_invalid_names_are_dropped_and_counted():
+    p = parse("<think>x</think><answer>Jump || Left</answer>")
+    assert p.format_ok and p.actions == ("Left",) and p.num_invalid == 1
+
+
+@pytest.mark.parametrize("text", [
+    "",
+    "<think> no close",
+    "<think>a</think>",
+    "<think>a</think><answer>Left",  # truncated mid-answer
+    "<think>a<think>b</think><answer>Left</answer>",  # nested think
+    "<think>a</think><answer><answer>Left</answer></answer>",  # nested answer
+    "<think>a</think><answer>   </answer>",  # empty answer
+    "<answer>Left</answer>",  # thinking required
+    "hello <think>a</think><answer>Left</answer>",  # text before the think tag
+])
+def test_malformed_fails_format(text):
+    p = parse(text)
+    assert not p.format_ok and p.actions == ()
+
+
+def test_trailing_text_after_answer_is_ignored():
+    assert parse("<think>a</think><answer>Left</answer> bye").actions == ("Left",)
+
+
+def test_answer_only_mode():
+    cfg = AgentConfig(enable_think=False)
+    assert parse("<answer> Up </answer>", cfg).actions == ("Up",)
+    assert not parse("<think>a</think><answer>Up</answer>", cfg).format_ok
+
+
+def test_free_form_answer_is_one_action():
+    p = parse("<think>sum</think><answer> (3 + 4) * 2 || 1 </answer>", names=[])
+    assert p.format_ok and p.actions == ("(3 + 4) * 2 || 1",)
+
+
+def test_custom_separator():
+    cfg = AgentConfig(action_sep=",")
+    assert parse("<think>a</think><answer>Left, Up</answer>", cfg).actions == ("Left", "Up")
+
+
+def test_huge_garbage_is_rejected_quickly():
+    assert not parse("<think>" + "garbage " * 20000).format_ok
+    assert not parse("</answer><think>" * 10000).format_ok
+
+
+FRAGMENTS = st.sampled_from(["<think>", "</think>", "<answer>", "</answer>", "||", "Left", "up", " ", "\n", "<", "\x00"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(FRAGMENTS | st.text(max_size=4), max_size=40).map("".join),
+       st.sampled_from([NAMES, []]), st.booleans())
+def test_never_raises_and_actions_are_legal(text, names, think):
+    cfg = AgentConfig(enable_think=think)
+    p = parse(text, cfg, names)
+    assert len(p.actions) <= (cfg.max_actions_per_turn if names else 1)
+    if names:
+        assert set(p.actions) <= set(names)
+    if not p.format_ok:
+        assert p.actions == ()
+
+
+@given(st.one_of(st.none(), st.integers(), st.binary()))
+def test_non_string_input_fails_format(obj):
+    assert not parse(obj).format_ok
