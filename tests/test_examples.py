@@ -4,6 +4,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -33,3 +35,27 @@ def test_cli_env_demo_oracles_beat_random():
     assert rows[("ragen/Sokoban-v0", "oracle")] == 1.0
     assert rows[("ragen/Sokoban-v0", "oracle")] > rows[("ragen/Sokoban-v0", "random")]
     assert rows[("ragen/Countdown-v0", "oracle")] == 1.0
+
+
+def test_cli_make_model_rejects_unknown_env_before_building(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "ragen_rllib.cli", "make-model", "--preset", "nano", "--out",
+                           str(tmp_path / "m"), "--warm-start", "FrozenLake,Chess"], cwd=ROOT, capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 2 and "'Chess' is not registered" in proc.stderr
+    assert not (tmp_path / "m").exists()
+
+
+@pytest.mark.slow
+def test_cli_make_model_warm_start_runs_end_to_end(tmp_path):
+    """The real console command on a tiny budget: builds, warm-starts, evaluates with the HF engine, saves."""
+    import json
+
+    from transformers import AutoModelForCausalLM
+
+    out = run("-m", "ragen_rllib.cli", "make-model", "--preset", "nano", "--out", str(tmp_path / "m"),
+              "--warm-start", "FrozenLake", "--episodes", "48", "--epochs", "1", "--eval-episodes", "4")
+    assert "acceptance rollout" in out and "turns parsed" in out
+    report = json.loads((tmp_path / "m" / "warm_start.json").read_text())["report"]
+    assert report["last_loss"] < report["first_loss"] - 1.0  # it learned something
+    assert 0.0 <= report["eval"]["format_ok"] <= 1.0
+    AutoModelForCausalLM.from_pretrained(tmp_path / "m")  # the warm-started weights load

@@ -3,6 +3,7 @@
 Subcommands:
   demo   play every built-in environment with its oracle and a random policy (CPU, seconds)
   envs   list the registered environments with their config keys and defaults
+  make-model  build an offline tiny model (optionally warm-started on oracle demonstrations)
 """
 
 from __future__ import annotations
@@ -25,6 +26,23 @@ def _cmd_envs(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_make_model(args: argparse.Namespace) -> int:
+    from ragen_rllib.envs.catalog import resolve_env_id
+    from ragen_rllib.models.tiny import build_model
+
+    envs = [resolve_env_id(e.strip()) for e in args.warm_start.split(",") if e.strip()]  # fail before building
+    out = build_model(args.preset, args.out, seed=args.seed)
+    if envs:
+        from ragen_rllib.models.warm_start import WarmStartConfig, warm_start
+
+        cfg = WarmStartConfig(envs=tuple(envs), episodes_per_env=args.episodes, epochs=args.epochs, seed=args.seed,
+                              eval_episodes=args.eval_episodes)
+        report = warm_start(out, cfg, evaluate=not args.no_eval)
+        print(report.summary())
+    print(f"model saved to {out}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="ragen-rllib", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -34,12 +52,26 @@ def build_parser() -> argparse.ArgumentParser:
     demo.set_defaults(func=_cmd_demo)
     envs = sub.add_parser("envs", help="list the built-in environments and their config keys")
     envs.set_defaults(func=_cmd_envs)
+    mm = sub.add_parser("make-model", help="build an offline tiny model (optionally warm-started)")
+    mm.add_argument("--preset", choices=["nano", "small"], default="small", help="model size preset")
+    mm.add_argument("--out", required=True, help="output directory (save_pretrained layout)")
+    mm.add_argument("--warm-start", default="", metavar="ENV,ENV", help="envs for the SFT warm start, e.g. FrozenLake")
+    mm.add_argument("--episodes", type=int, default=None, help="demonstration episodes per env")
+    mm.add_argument("--epochs", type=int, default=None, help="SFT epochs")
+    mm.add_argument("--seed", type=int, default=0, help="seed of weights, demonstrations and training")
+    mm.add_argument("--eval-episodes", type=int, default=64, help="episodes of the acceptance rollout")
+    mm.add_argument("--no-eval", action="store_true", help="skip the acceptance rollout after the warm start")
+    mm.set_defaults(func=_cmd_make_model)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    return args.func(args)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except ValueError as err:  # bad input: a clear message, no traceback
+        parser.exit(2, f"ragen-rllib {args.command}: error: {err}\n")
 
 
 if __name__ == "__main__":

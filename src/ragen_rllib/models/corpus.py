@@ -8,9 +8,18 @@ from collections.abc import Iterator
 import gymnasium as gym
 import numpy as np
 
+from ragen_rllib.agent.config import AgentConfig
+from ragen_rllib.agent.prompts import (
+    FORMAT_TAGS,
+    TurnView,
+    assistant_text,
+    generation_prefill,
+    system_prompt,
+    user_message,
+)
 from ragen_rllib.envs import BUILTIN_ENVS
 
-FORMAT_TOKENS = ("<think>", "</think>", "<answer>", "</answer>")
+FORMAT_TOKENS = FORMAT_TAGS  # added to the tokenizer as single tokens
 #: Extra env_configs whose renderings differ from the defaults (observation formats, sizes).
 VARIANTS: dict[str, list[dict]] = {
     "ragen/FrozenLake-v0": [{}, {"observation_format": "grid_coord"}, {"size": 6}],
@@ -21,21 +30,14 @@ SEEDS_PER_CONFIG = 12  # resets per env config
 STEPS_PER_EPISODE = 4  # random steps rendered per reset
 
 
-def example_texts(instruction: str, names: list[str], turn: int, obs: str, action: str, reward: float) -> list[str]:
-    """Texts of one turn in RAGEN's prompt format (system, user, assistant, reward)."""
-    return [
-        f"You're a helpful assistant. {instruction} Your available actions are: {', '.join(names)}.",
-        f"Turn {turn}:\nState:\n{obs}\nYou have {10 - turn} actions left. Always output: <think> [Your thoughts] "
-        "</think> <answer> [your answer] </answer> with no extra text.",
-        f"<think> I should go {action}. </think> <answer> {action} </answer>",
-        f"Reward:\n{reward:g}",
-    ]
-
-
 def _episode_texts(env: gym.Env, seed: int, rng: np.random.Generator) -> Iterator[str]:
+    """System, user and assistant texts of one episode in the agent layer's exact prompt format."""
+    cfg = AgentConfig()
     obs, _ = env.reset(seed=seed)
     base = env.unwrapped
     names = list(base.action_names)
+    yield system_prompt(base.instruction, names, cfg)
+    last_reward = None
     for turn in range(1, STEPS_PER_EPISODE + 1):
         try:
             action = base.oracle_action() or (names[0] if names else "1")
@@ -43,9 +45,11 @@ def _episode_texts(env: gym.Env, seed: int, rng: np.random.Generator) -> Iterato
             action = str(rng.choice(names)) if names else "1"
         if names and rng.random() < 0.5:
             action = str(rng.choice(names))
-        obs_next, reward, term, trunc, _ = env.step(action)
-        yield from example_texts(base.instruction, names, turn, obs, action, float(reward))
-        obs = obs_next
+        view = TurnView(turn=turn, state=obs, actions_left=cfg.max_actions_per_traj - turn + 1,
+                        last_reward=last_reward, last_invalid=rng.random() < 0.2)
+        yield user_message(view, cfg)
+        yield generation_prefill(cfg) + assistant_text(f"I will move {action}.", action, cfg)
+        obs, last_reward, term, trunc, _ = env.step(action)
         if term or trunc:
             break
 

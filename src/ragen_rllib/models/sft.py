@@ -44,11 +44,14 @@ def sft_train(
     grad_clip: float = 1.0,
     seed: int = 0,
     progress: bool = True,
+    bf16: bool = False,
 ) -> list[float]:
     """Train ``model`` on the samples' masked tokens; returns the loss of every step.
 
     Each sample is ``{"input_ids": list[int], "loss_mask": list[int]}``; the loss is the mean negative
     log-likelihood of the tokens where ``loss_mask`` is 1 (assistant tokens). Cosine learning-rate decay.
+    ``bf16`` runs the forward pass under bfloat16 autocast (weights and optimizer stay fp32; ~2-3x faster
+    on CPUs with AMX/avx512_bf16).
     """
     from tqdm.auto import tqdm
 
@@ -62,8 +65,12 @@ def sft_train(
     losses: list[float] = []
     bar = tqdm(plan, desc="warm start", unit="batch", disable=not progress)
     for batch in bar:
-        ids, attn, mask = pad_batch([samples[i] for i in batch], pad_id)
-        logits = model(input_ids=ids, attention_mask=attn).logits
+        ids, _, mask = pad_batch([samples[i] for i in batch], pad_id)
+        device_type = next(model.parameters()).device.type
+        with torch.autocast(device_type, dtype=torch.bfloat16, enabled=bf16):
+            # Right padding + causal attention: real tokens never see the padding, so no mask is needed
+            # (and without one SDPA takes its fast causal path, ~1.5-2x faster on CPU).
+            logits = model(input_ids=ids).logits
         loss = -masked_mean(gather_token_logprobs(logits, ids), mask)
         opt.zero_grad(set_to_none=True)
         loss.backward()

@@ -19,7 +19,7 @@ from pathlib import Path
 from ragen_rllib.models.corpus import FORMAT_TOKENS, training_corpus
 
 #: Bump when the tokenizer corpus, templates or presets change (invalidates cached builds).
-BUILD_VERSION = "1"
+BUILD_VERSION = "2"
 TINY_PREFIX = "tiny:"
 #: Environment variable naming the cache directory for built models.
 CACHE_ENV = "RAGEN_RLLIB_CACHE"
