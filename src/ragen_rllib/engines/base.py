@@ -28,6 +28,7 @@ class SamplingConfig:
     stop: tuple[str, ...] = ()  # extra stop strings (the stop string is kept in the output)
     seed: int | None = None  # base seed; prompt i uses seed + i so a batch is reproducible
     logprobs: bool = True  # return the log-prob of every sampled token
+    ignore_eos: bool = False  # keep sampling past EOS up to max_tokens (benchmarks)
 
 
 @dataclass

