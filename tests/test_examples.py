@@ -53,9 +53,9 @@ def test_cli_make_model_warm_start_runs_end_to_end(tmp_path):
     from transformers import AutoModelForCausalLM
 
     out = run("-m", "ragen_rllib.cli", "make-model", "--preset", "nano", "--out", str(tmp_path / "m"),
-              "--warm-start", "FrozenLake", "--episodes", "48", "--epochs", "1", "--eval-episodes", "4")
+              "--warm-start", "FrozenLake", "--episodes", "96", "--epochs", "2", "--eval-episodes", "4")
     assert "acceptance rollout" in out and "turns parsed" in out
     report = json.loads((tmp_path / "m" / "warm_start.json").read_text())["report"]
-    assert report["last_loss"] < report["first_loss"] - 1.0  # it learned something
+    assert report["last_loss"] < 0.7 * report["first_loss"]  # 24 SGD steps: it learned something
     assert 0.0 <= report["eval"]["format_ok"] <= 1.0
     AutoModelForCausalLM.from_pretrained(tmp_path / "m")  # the warm-started weights load
