@@ -136,3 +136,17 @@ def test_vllm_sampled_logprobs_match_the_learner_definition(prompts, vllm_engine
     again = vllm_engine.generate(prompts, SamplingConfig(temperature=1.0, max_tokens=10, seed=11))
     assert [g.token_ids for g in again] == [g.token_ids for g in
                                             vllm_engine.generate(prompts, SamplingConfig(max_tokens=10, seed=11))]
+
+
+@pytest.mark.slow
+def test_score_gives_the_forward_pass_logprobs_in_both_engines(tok, prompts, vllm_engine):
+    state = perturbed_state(2)
+    vllm_engine.load_weights(state)
+    model = hf_model(state)
+    conts = [[5 + i, 17, 9 + 2 * i] for i in range(len(prompts))]
+    want = [recomputed_logprobs(model, p, c) for p, c in zip(prompts, conts)]
+    for engine in (vllm_engine, HFEngine(model, tok)):
+        got = engine.score(prompts, conts)
+        assert [len(g) for g in got] == [3] * len(prompts)
+        for g, w in zip(got, want):
+            torch.testing.assert_close(torch.tensor(g), w, atol=1e-4, rtol=0)

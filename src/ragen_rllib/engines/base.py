@@ -55,6 +55,10 @@ class GenerationEngine(Protocol):
         """Sample one response per prompt (prompts[i] -> result[i])."""
         ...
 
+    def score(self, prompts: Sequence[Sequence[int]], continuations: Sequence[Sequence[int]]) -> list[list[float]]:
+        """Log-prob (temperature 1) of every continuation token after its prompt, under the current weights."""
+        ...
+
     def load_weights(self, state_dict: Mapping[str, torch.Tensor]) -> None:
         """Replace the model weights (Hugging Face parameter names, e.g. ``model.layers.0...``)."""
         ...

@@ -43,6 +43,18 @@ class HFEngine:
         self.eos_ids = set(eos if isinstance(eos, list) else [eos])
 
     @torch.no_grad()
+    def score(self, prompts: Sequence[Sequence[int]], continuations: Sequence[Sequence[int]]) -> list[list[float]]:
+        """Log-probs of given continuations (one forward pass per sequence)."""
+        from ragen_rllib.models.logprobs import gather_token_logprobs
+
+        scores = []
+        for prompt, cont in zip(prompts, continuations, strict=True):
+            ids = torch.as_tensor([list(prompt) + list(cont)], dtype=torch.long, device=self.device)
+            logp = gather_token_logprobs(self.model(input_ids=ids).logits.float(), ids)[0]
+            scores.append(logp[len(prompt):].tolist())
+        return scores
+
+    @torch.no_grad()
     def generate(self, prompts: Sequence[Sequence[int]], sampling: SamplingConfig) -> list[Generation]:
         out: list[Generation] = []
         for start in range(0, len(prompts), self.max_batch_size):

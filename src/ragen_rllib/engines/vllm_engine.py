@@ -81,6 +81,20 @@ class VLLMEngine:
             gens.append(Generation(token_ids=ids, logprobs=lps, finish_reason=reason, text=c.text))
         return gens
 
+    def score(self, prompts: Sequence[Sequence[int]], continuations: Sequence[Sequence[int]]) -> list[list[float]]:
+        """Log-probs of given continuations via vLLM's prompt log-probs (one forward pass, no sampling)."""
+        from vllm import SamplingParams
+        from vllm.inputs import TokensPrompt
+
+        seqs = [list(p) + list(c) for p, c in zip(prompts, continuations, strict=True)]
+        params = SamplingParams(temperature=1.0, max_tokens=1, prompt_logprobs=0)
+        outputs = self.llm.generate([TokensPrompt(prompt_token_ids=s) for s in seqs], params, use_tqdm=False)
+        scores = []
+        for out, seq, prompt in zip(outputs, seqs, prompts):
+            steps = out.prompt_logprobs  # [None, {token: Logprob}, ...] aligned with seq
+            scores.append([float(steps[t][seq[t]].logprob) for t in range(len(prompt), len(seq))])
+        return scores
+
     def load_weights(self, state_dict: Mapping[str, torch.Tensor]) -> None:
         from safetensors.torch import save
 

@@ -1,0 +1,72 @@
+"""Every Ragen hyperparameter in one place: name -> (default, one-line meaning). Defaults follow RAGEN.
+
+Agent-layer settings take their defaults from :class:`ragen_rllib.agent.config.AgentConfig` (their one home).
+``RagenConfig.__init__`` sets these, ``RagenConfig.training(**kw)`` accepts them, and the docstring of
+``training`` is generated from this table.
+"""
+
+from __future__ import annotations
+
+from dataclasses import fields
+
+from ragen_rllib.agent.config import AgentConfig
+
+_AGENT = AgentConfig()
+AGENT_KEYS = tuple(f.name for f in fields(AgentConfig))
+
+ADV_ESTIMATORS = ("gae", "grpo")  # the full StarPO suite lands with the algorithms issue
+ENGINES = ("auto", "vllm", "hf")
+
+HYPERPARAMS: dict[str, tuple[object, str]] = {
+    # ---- rollout (StarPO)
+    "env_groups": (8, "env groups sampled per training step (RAGEN: 8)"),
+    "group_size": (16, "trajectories per group; a group shares one env seed (RAGEN: 16)"),
+    "train_seed_base": (10000, "seed of the first training group; advances by env_groups every step"),
+    "train_temperature": (1.0, "sampling temperature of training rollouts"),
+    "top_p": (1.0, "nucleus sampling mass of training rollouts"),
+    "top_k": (-1, "top-k cut of training rollouts (-1: none)"),
+    # ---- validation
+    "val_env_groups": (16, "env groups of a validation rollout (RAGEN: 512; small default for CPU)"),
+    "val_group_size": (1, "trajectories per validation group"),
+    "val_seed": (123, "seed of the first validation group (fixed across evaluations)"),
+    "val_temperature": (0.5, "sampling temperature of validation rollouts"),
+    # ---- advantages and loss
+    "adv_estimator": ("gae", f"advantage estimator: one of {ADV_ESTIMATORS}"),
+    "lambda_": (1.0, "GAE lambda (RAGEN: 1.0)"),
+    "grpo_norm_by_std": (True, "GRPO divides by the in-group reward std (False: Dr. GRPO)"),
+    "use_turn_scores": (False, "put each turn's reward on its last token instead of the trajectory's"),
+    "clip_low": (0.2, "lower clip range of the policy ratio (1 - clip_low)"),
+    "clip_high": (0.28, "upper clip range of the policy ratio (1 + clip_high; 'clip-higher')"),
+    "dual_clip": (3.0, "dual-clip constant c for negative advantages (None: off)"),
+    "entropy_coeff": (0.001, "entropy bonus coefficient"),
+    "use_kl_loss": (False, "add a KL loss to the reference policy"),
+    "kl_coeff": (0.001, "KL loss coefficient"),
+    "kl_type": ("k3", "KL estimator: k1 | k2 | k3 | abs"),
+    "loss_agg_mode": ("token-mean", "loss aggregation: token-mean | seq-mean-token-mean | seq-mean-token-sum"),
+    "critic_lr": (1e-5, "learning rate of the value head (actor lr is `lr`)"),
+    "vf_loss_coeff": (1.0, "value loss coefficient"),
+    "vf_clip": (0.5, "value clipping range around the old values"),
+    # ---- generation engine on env runners
+    "engine": ("auto", f"generation engine of env runners: one of {ENGINES} (auto: vLLM if importable, else HF)"),
+    "engine_kwargs": ({}, "extra keyword arguments of the engine (e.g. kv_cache_gib, gpu_memory_utilization)"),
+    # ---- agent layer (defaults from AgentConfig)
+    **{key: (getattr(_AGENT, key), f"agent layer: see AgentConfig.{key}") for key in AGENT_KEYS},
+}
+
+#: RLlib settings whose defaults Ragen changes: name -> (value, why).
+RLLIB_OVERRIDES: dict[str, tuple[object, str]] = {
+    "lr": (1e-6, "actor learning rate (RAGEN: 1e-6; LoRA: 1e-5)"),
+    "grad_clip": (1.0, "gradient norm clip"),
+    "grad_clip_by": ("global_norm", "clip the global gradient norm"),
+    "num_epochs": (1, "PPO epochs per training step"),
+    "minibatch_size": (32, "trajectories (samples) per optimizer step"),
+    "gamma": (1.0, "discount (RAGEN: 1.0)"),
+    "num_env_runners": (1, "env runners, each holding whole env groups and one engine"),
+    "create_local_env_runner": (False, "the driver never loads a model"),
+    "sample_timeout_s": (1800.0, "LLM rollouts take longer than RLlib's 60 s default"),
+}
+
+
+def training_doc() -> str:
+    """Docstring lines for ``RagenConfig.training``."""
+    return "\n".join(f"    {k}: {m} (default {d!r})" for k, (d, m) in HYPERPARAMS.items())

@@ -1,0 +1,40 @@
+"""Batch column and metric names of the Ragen algorithm, named once."""
+
+# ---- learner batch columns (all [B, T] unless noted)
+INPUT_IDS = "input_ids"  # token ids of prompt + sampled responses, right-padded
+ATTENTION_MASK = "attention_mask"  # 1 on real tokens, 0 on padding
+LOSS_MASK = "loss_mask"  # 1 on sampled (trained) tokens
+SAMPLE_LOGPROBS = "sample_logprobs"  # the engine's log-probs at sampling time (0 where not trained)
+OLD_LOGPROBS = "old_logprobs"  # log-probs of the pre-update policy, recomputed on the learner
+REF_LOGPROBS = "ref_logprobs"  # log-probs of the reference policy (KL loss)
+TOKEN_REWARDS = "token_rewards"  # rewards placed on tokens
+ADVANTAGES = "advantages"
+RETURNS = "returns"  # value targets
+OLD_VALUES = "old_values"  # critic values before the update
+SCORES = "scores"  # [B] trajectory reward
+GROUP_IDS = "group_ids"  # [B] env group of each sample (same seed within a group)
+
+# ---- forward outputs
+LOGPROBS = "logprobs"  # [B, T] log p(token_t | tokens_<t); 0 at t = 0
+ENTROPY = "entropy"  # [B, T]
+VALUES = "values"  # [B, T]
+
+# ---- learner metrics
+POLICY_LOSS = "policy_loss"
+VALUE_LOSS = "value_loss"
+ENTROPY_METRIC = "entropy"
+APPROX_KL = "approx_kl"
+CLIP_FRACTION = "clip_fraction"
+GRAD_NORM = "grad_norm"
+KL_LOSS = "kl_loss"
+
+# ---- env runner metrics (result["env_runners"])
+SUCCESS_RATE = "success_rate"
+EPISODE_RETURN_MEAN = "episode_return_mean"
+ACTION_VALID_RATE = "action_valid_rate"
+TURNS_MEAN = "turns_mean"
+RESPONSE_TOKENS_MEAN = "response_tokens_mean"
+PASS_AT_K = "pass_at_k"
+IN_GROUP_REWARD_STD_MEAN = "in_group_reward_std_mean"
+GENERATED_TOKENS_PER_S = "generated_tokens_per_s"
+RUNNER_ERRORS = "runner_errors"  # env/model errors handled inside the runner

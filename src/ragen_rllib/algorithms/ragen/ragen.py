@@ -1,0 +1,115 @@
+"""Ragen: StarPO (RAGEN) as an RLlib Algorithm.
+
+One ``training_step`` = sample (every env runner in parallel, one multi-turn rollout over its env groups)
+-> learner update (old log-probs, advantages, clipped surrogate over minibatches and epochs) -> weight
+sync into every runner's generation engine (checked: a sync is never silently dropped) -> metrics.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+import ray
+from ray.rllib.algorithms.algorithm import Algorithm
+from ray.rllib.core import DEFAULT_MODULE_ID
+from ray.rllib.policy.sample_batch import MultiAgentBatch, SampleBatch
+from ray.rllib.utils.metrics import ENV_RUNNER_RESULTS, LEARNER_RESULTS
+
+from ragen_rllib.algorithms.ragen.batch import build_batch, padding_fraction
+from ragen_rllib.algorithms.ragen.ragen_config import RagenConfig
+from ragen_rllib.algorithms.ragen.rollout_metrics import rollout_metrics
+
+__all__ = ["Ragen", "RagenConfig"]
+
+
+class WeightSyncError(RuntimeError):
+    """An env runner did not take the latest weights."""
+
+
+class Ragen(Algorithm):
+    """The StarPO trainer (see the module docstring)."""
+
+    @classmethod
+    def get_default_config(cls) -> RagenConfig:
+        return RagenConfig()
+
+    def setup(self, config) -> None:
+        super().setup(config)
+        self._step = 0
+        self._weights_seq_no = 0
+        self._pad_id = self._tokenizer_pad_id()
+
+    def _tokenizer_pad_id(self) -> int:
+        from transformers import AutoTokenizer
+
+        from ragen_rllib.models.tiny import resolve_model
+
+        tok = AutoTokenizer.from_pretrained(resolve_model(self.config.model_name))
+        return tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
+
+    # ------------------------------------------------------------------ one iteration
+    def training_step(self) -> None:
+        step = self._step
+        trajectories, seconds = self._sample(step, validation=False)
+        self.metrics.log_dict(rollout_metrics(trajectories, seconds), key=ENV_RUNNER_RESULTS, window=1)
+        cfg = self.config
+        batch = build_batch(trajectories, self._pad_id, adv_estimator=cfg.adv_estimator,
+                            grpo_norm_by_std=cfg.grpo_norm_by_std)
+        rows = len(batch["input_ids"])
+        learners = max(cfg.num_learners, 1)
+        minibatch = min(cfg.minibatch_size, math.ceil(rows / learners))
+        learner_results = self.learner_group.update(
+            batch=MultiAgentBatch({DEFAULT_MODULE_ID: SampleBatch(batch)}, env_steps=rows),
+            minibatch_size=minibatch,
+            num_epochs=cfg.num_epochs,
+            shuffle_batch_per_epoch=True,
+            # equal minibatch counts on every learner (DDP deadlocks otherwise)
+            num_total_minibatches=cfg.num_epochs * math.ceil(math.ceil(rows / learners) / minibatch),
+        )
+        self.metrics.aggregate(learner_results, key=LEARNER_RESULTS)
+        self.metrics.log_value((LEARNER_RESULTS, "padding_fraction"), padding_fraction(batch), window=1)
+        self.sync_engine_weights()
+        self._step += 1
+
+    def _sample(self, step: int, validation: bool):
+        start = time.perf_counter()
+        results = self.env_runner_group.foreach_env_runner(
+            lambda runner: runner.sample(step=step, validation=validation), local_env_runner=False)
+        trajectories = [t for per_runner in results for t in per_runner]
+        return trajectories, time.perf_counter() - start
+
+    # ------------------------------------------------------------------ weights
+    def sync_engine_weights(self) -> int:
+        """Push the learner's weights (HF names, model dtype) into every runner's engine; verify the seq no."""
+        results = self.learner_group.foreach_learner(
+            lambda learner: learner.module[DEFAULT_MODULE_ID].unwrapped().hf_state_dict(),
+            remote_actor_ids=None if self.learner_group.is_local else [0])
+        weights = next(iter(results)).get()  # every DDP learner holds the same weights: take the first
+        self._weights_seq_no += 1
+        seq, ref = self._weights_seq_no, ray.put(weights)
+        got = self.env_runner_group.foreach_env_runner(lambda runner: runner.load_weights(ref, seq),
+                                                       local_env_runner=False)
+        if any(g != seq for g in got) or len(got) != self.env_runner_group.num_healthy_remote_workers():
+            raise WeightSyncError(f"weight sync {seq} not taken by every env runner: they report {got}")
+        return seq
+
+    def restore_from_path(self, path, *args, **kwargs):
+        super().restore_from_path(path, *args, **kwargs)
+        self.sync_engine_weights()  # engines still hold the weights they had before the restore
+
+    # ------------------------------------------------------------------ validation
+    def evaluate(self, parallel_train_future=None) -> dict:
+        """Validation rollout on fixed seeds at the validation temperature (``result["evaluation"]``)."""
+        trajectories, seconds = self._sample(self._step, validation=True)
+        return {ENV_RUNNER_RESULTS: rollout_metrics(trajectories, seconds)}
+
+    # ------------------------------------------------------------------ checkpoint extras
+    def get_state(self, *args, **kwargs):
+        state = super().get_state(*args, **kwargs)
+        state["ragen_step"] = self._step
+        return state
+
+    def set_state(self, state) -> None:
+        super().set_state(state)
+        self._step = int(state.get("ragen_step", self._step))

@@ -1,0 +1,57 @@
+"""RagenLearner: what happens on a learner before the gradient steps (framework-independent plan).
+
+Before the minibatch loop, on the WHOLE batch this learner received (and without gradients): recompute
+the pre-update log-probs of the sampled tokens (``old_logprobs``), the critic values (GAE), the reference
+log-probs (KL loss), then the advantages. GRPO advantages arrive ready-made from the driver (whole
+groups); token-level GAE is computed here per sample.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from ragen_rllib.algorithms.ragen import keys as K
+from ragen_rllib.algorithms.ragen.batch import LAST_INDEX, TURN_ENDS, TURN_REWARDS
+from ragen_rllib.rl.advantages import gae, token_rewards, turn_token_rewards
+
+#: Rows per no-grad forward pass when recomputing log-probs and values.
+PREPARE_CHUNK = 8
+
+
+@torch.no_grad()
+def prepare_columns(module, batch: dict[str, torch.Tensor], config, ref_lm=None) -> dict[str, torch.Tensor]:
+    """Add OLD_LOGPROBS (+ OLD_VALUES, ADVANTAGES, RETURNS for GAE; REF_LOGPROBS for KL) to ``batch``.
+
+    ``batch`` columns are ``[B, T]`` tensors on the learner's device (see :mod:`.batch`).
+    """
+    was_training = module.training
+    module.eval()
+    ids = batch[K.INPUT_IDS]
+    logps, values, refs = [], [], []
+    for start in range(0, ids.shape[0], PREPARE_CHUNK):
+        chunk = {K.INPUT_IDS: ids[start:start + PREPARE_CHUNK]}
+        out = module._forward_train(chunk, entropy=False)
+        logps.append(out[K.LOGPROBS].float())
+        if K.VALUES in out:
+            values.append(out[K.VALUES].float())
+        if ref_lm is not None:
+            from ragen_rllib.models.logprobs import gather_token_logprobs
+
+            logits = ref_lm(input_ids=chunk[K.INPUT_IDS]).logits
+            refs.append(gather_token_logprobs(logits, chunk[K.INPUT_IDS], module.temperature))
+    if was_training:
+        module.train()
+    mask = batch[K.LOSS_MASK].float()
+    batch[K.OLD_LOGPROBS] = torch.cat(logps) * mask
+    if refs:
+        batch[K.REF_LOGPROBS] = torch.cat(refs) * mask
+    if config.adv_estimator == "gae":
+        vals = torch.cat(values) * mask
+        T = ids.shape[1]
+        if config.use_turn_scores:
+            rewards = turn_token_rewards(batch[TURN_REWARDS].float(), batch[TURN_ENDS].long(), T)
+        else:
+            rewards = token_rewards(batch[K.SCORES].float(), batch[LAST_INDEX].long(), T)
+        adv, ret = gae(rewards, vals, mask, gamma=config.gamma, lam=config.lambda_)
+        batch[K.OLD_VALUES], batch[K.ADVANTAGES], batch[K.RETURNS] = vals, adv, ret
+    return batch

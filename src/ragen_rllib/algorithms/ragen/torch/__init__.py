@@ -1,0 +1,1 @@
+"""PyTorch parts of the Ragen algorithm: the LLM RLModule and the loss."""

@@ -1,0 +1,132 @@
+"""The LLM policy as an RLlib RLModule: a Hugging Face causal LM (+ optional LoRA, + a value head).
+
+``model_config`` keys (set through ``RagenConfig.rl_module(model_config=...)``):
+
+- ``model``: Hugging Face id, local directory, or ``tiny:<preset>`` (the offline tiny model).
+- ``dtype``: ``float32`` | ``bfloat16`` | ``float16`` — weights and their state travel in this dtype.
+- ``lora``: ``None`` or a dict of ``peft.LoraConfig`` arguments (``r``, ``lora_alpha``, ``target_modules``...).
+- ``value_head``: build a critic head (GAE); it never goes to env runners (``InferenceOnlyAPI``).
+- ``temperature``: sampling temperature the log-probs are computed at (so they match the engine's).
+
+The module is never asked for actions: env runners sample with a generation engine and only receive the
+weights. ``get_state`` keeps tensors in the model's dtype (RLlib's default converts to fp32 numpy), and
+sends LoRA adapter weights only when LoRA is on.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from ray.rllib.core.rl_module.apis import InferenceOnlyAPI
+from ray.rllib.core.rl_module.torch import TorchRLModule
+
+from ragen_rllib.algorithms.ragen import keys as K
+from ragen_rllib.models.logprobs import gather_token_logprobs
+from ragen_rllib.rl.losses import entropy_from_logits
+
+VALUE_HEAD = "value_head"  # attribute (and state-dict prefix) of the critic head
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+
+
+class RagenTorchRLModule(TorchRLModule, InferenceOnlyAPI):
+    """Hugging Face causal LM policy with an optional value head (see the module docstring)."""
+
+    framework = "torch"
+
+    def setup(self) -> None:
+        from transformers import AutoModelForCausalLM
+
+        from ragen_rllib.models.tiny import resolve_model
+
+        cfg = self.model_config or {}
+        dtype = DTYPES[cfg.get("dtype", "float32")]
+        self.lm = AutoModelForCausalLM.from_pretrained(resolve_model(cfg["model"]), dtype=dtype)
+        self.lora = cfg.get("lora")
+        if self.lora:
+            from peft import LoraConfig, get_peft_model
+
+            self.lm = get_peft_model(self.lm, LoraConfig(task_type="CAUSAL_LM", **self.lora))
+        self.temperature = float(cfg.get("temperature", 1.0))
+        if cfg.get("value_head") and not self.inference_only:
+            hidden = self.lm.config.get_text_config().hidden_size
+            head = torch.nn.Linear(hidden, 1, dtype=dtype)
+            torch.nn.init.zeros_(head.weight)
+            torch.nn.init.zeros_(head.bias)
+            setattr(self, VALUE_HEAD, head)
+
+    @property
+    def has_value_head(self) -> bool:
+        return hasattr(self, VALUE_HEAD)
+
+    # ------------------------------------------------------------------ forward
+    def _forward(self, batch: dict[str, Any], **kwargs) -> dict[str, Any]:
+        return self._forward_train(batch, **kwargs)
+
+    def _forward_train(self, batch: dict[str, Any], **kwargs) -> dict[str, Any]:
+        """Token log-probs (and values, entropy) of ``batch[INPUT_IDS]`` ``[B, T]``; all outputs ``[B, T]``."""
+        ids = batch[K.INPUT_IDS].long()
+        out = self.lm(input_ids=ids, output_hidden_states=self.has_value_head)
+        logits = out.logits
+        result = {K.LOGPROBS: gather_token_logprobs(logits, ids, self.temperature)}
+        if kwargs.get("entropy", True):
+            result[K.ENTROPY] = _shifted_entropy(logits, self.temperature)
+        if self.has_value_head:
+            hidden = out.hidden_states[-1]
+            result[K.VALUES] = getattr(self, VALUE_HEAD)(hidden).squeeze(-1).float()
+        return result
+
+    # ------------------------------------------------------------------ state
+    def get_non_inference_attributes(self) -> list[str]:
+        return [VALUE_HEAD]
+
+    def hf_state_dict(self) -> dict[str, torch.Tensor]:
+        """The language model's weights with Hugging Face names (LoRA merged in), for generation engines."""
+        lm = self.lm
+        if self.lora:
+            merged = {}
+            lm.merge_adapter()
+            try:
+                base = lm.get_base_model()
+                for name, tensor in base.state_dict().items():
+                    if "lora_" in name:
+                        continue
+                    merged[name.replace(".base_layer", "")] = tensor.detach().clone()
+            finally:
+                lm.unmerge_adapter()
+            return merged
+        return {name: t.detach() for name, t in lm.state_dict().items()}
+
+    def get_state(self, components=None, *, not_components=None, inference_only: bool = False, **kwargs):
+        """Tensors in the model's dtype (on CPU); LoRA adapters only when LoRA is on; no value head if inference_only."""
+        state = {}
+        if self.lora:
+            from peft import get_peft_model_state_dict
+
+            state.update({f"lm.{k}": v for k, v in get_peft_model_state_dict(self.lm).items()})
+        else:
+            state.update({f"lm.{k}": v for k, v in self.lm.state_dict().items()})
+        if self.has_value_head and not inference_only:
+            state.update({f"{VALUE_HEAD}.{k}": v for k, v in getattr(self, VALUE_HEAD).state_dict().items()})
+        return {k: v.detach().cpu() for k, v in state.items()}
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        tensors = {k: torch.as_tensor(v) for k, v in state.items()}
+        lm_state = {k[len("lm."):]: v for k, v in tensors.items() if k.startswith("lm.")}
+        if self.lora:
+            from peft import set_peft_model_state_dict
+
+            set_peft_model_state_dict(self.lm, lm_state)
+        else:
+            self.lm.load_state_dict(lm_state, strict=True)
+        head = {k[len(VALUE_HEAD) + 1:]: v for k, v in tensors.items() if k.startswith(VALUE_HEAD + ".")}
+        if head and self.has_value_head:
+            getattr(self, VALUE_HEAD).load_state_dict(head)
+
+
+
+def _shifted_entropy(logits: torch.Tensor, temperature: float) -> torch.Tensor:
+    """Entropy of the distribution that produced token t (``[B, T]``, 0 at t = 0), like the log-probs."""
+    if temperature not in (0.0, 1.0):
+        logits = logits / temperature
+    return torch.nn.functional.pad(entropy_from_logits(logits[:, :-1]), (1, 0), value=0.0)

@@ -1,0 +1,1 @@
+"""RLlib EnvRunners of ragen-rllib (like ``ray.rllib.env``): multi-turn LLM rollouts over text envs."""

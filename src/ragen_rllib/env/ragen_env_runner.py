@@ -1,0 +1,155 @@
+"""RagenEnvRunner: an RLlib EnvRunner holding whole env groups and one generation engine.
+
+Each ``sample()`` runs one synchronous multi-turn rollout over this runner's share of the groups (RAGEN's
+seed schedule: group g of step s uses seed ``train_seed_base + s * env_groups + g``; every trajectory of
+a group shares the seed) with ONE batched engine call per turn, and returns :class:`Trajectory` records
+with the agent layer's exact-token transcripts. Model output and env errors are handled and counted
+here: an exception escaping ``sample()`` would make RLlib kill and restart the runner (~60 s).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+import gymnasium as gym
+import ray
+from ray.rllib.core import COMPONENT_RL_MODULE, DEFAULT_MODULE_ID
+from ray.rllib.env.env_runner import EnvRunner
+from ray.rllib.utils.metrics import NUM_ENV_STEPS_SAMPLED, NUM_ENV_STEPS_SAMPLED_LIFETIME, WEIGHTS_SEQ_NO
+
+import ragen_rllib.envs  # noqa: F401  (registers the built-in envs in this process)
+from ragen_rllib.agent.chat_format import ChatFormat
+from ragen_rllib.agent.prompts import generation_prefill
+from ragen_rllib.agent.rollout import rollout
+from ragen_rllib.engines.base import SamplingConfig
+from ragen_rllib.env.trajectory import Trajectory
+from ragen_rllib.envs.base import text_space
+
+logger = logging.getLogger(__name__)
+
+
+class RagenEnvRunner(EnvRunner):
+    """Samples multi-turn LLM trajectories (see the module docstring)."""
+
+    def __init__(self, *, config, **kwargs) -> None:
+        super().__init__(config=config, **kwargs)
+        cfg = self.config
+        self.agent_cfg = cfg.agent_config()
+        self.runner_index = max((self.worker_index or 1) - 1, 0)
+        self.num_runners = max(self.num_workers or 0, 1)
+        self.train_groups = cfg.env_groups // self.num_runners  # groups this runner holds
+        self.val_groups = cfg.val_env_groups // self.num_runners
+        self.envs = [self._make_env() for _ in range(self.train_groups * cfg.group_size)]
+        self._val_envs: list[gym.Env] | None = None  # built on the first validation
+        self.engine = None
+        self.chat = None
+        self._weights_seq_no = 0
+        self.errors = 0
+        self.last_rollout: dict[str, float] = {}
+        self._build_engine()
+
+    # ------------------------------------------------------------------ set-up
+    def _make_env(self) -> gym.Env:
+        return gym.make(self.config.env, **dict(self.config.env_config or {}))
+
+    def _build_engine(self) -> None:
+        from transformers import AutoTokenizer
+
+        from ragen_rllib.engines.factory import make_engine
+        from ragen_rllib.models.tiny import resolve_model
+
+        model = resolve_model(self.config.model_name)
+        mc = self.config.model_config or {}
+        kwargs = {"dtype": mc.get("dtype", "float32"), **dict(self.config.engine_kwargs or {})}
+        if self.config.engine in ("auto", "vllm"):
+            kwargs.setdefault("max_model_len", self.agent_cfg.max_model_len)
+        self.engine = make_engine(self.config.engine, model, **kwargs)
+        self.chat = ChatFormat(AutoTokenizer.from_pretrained(model), prefill=generation_prefill(self.agent_cfg))
+
+    # ------------------------------------------------------------------ sampling
+    def group_seeds(self, step: int, validation: bool = False) -> list[int]:
+        """Env seed of each of this runner's groups at training step ``step`` (validation: fixed seeds)."""
+        cfg = self.config
+        if validation:
+            first = self.runner_index * self.val_groups
+            return [cfg.val_seed + first + g for g in range(self.val_groups)]
+        first = self.runner_index * self.train_groups
+        return [cfg.train_seed_base + step * cfg.env_groups + first + g for g in range(self.train_groups)]
+
+    def sample(self, *, step: int = 0, validation: bool = False, **kwargs) -> list[Trajectory]:
+        """One multi-turn rollout over this runner's groups; never raises on model or env errors."""
+        cfg = self.config
+        size = cfg.val_group_size if validation else cfg.group_size
+        seeds = [s for s in self.group_seeds(step, validation) for _ in range(size)]
+        if validation and self._val_envs is None:
+            self._val_envs = [self._make_env() for _ in range(len(seeds))]
+        envs = self._val_envs if validation else self.envs
+        sampling = SamplingConfig(
+            temperature=cfg.val_temperature if validation else cfg.train_temperature,
+            top_p=cfg.top_p, top_k=cfg.top_k, max_tokens=self.agent_cfg.max_response_tokens,
+            seed=None if cfg.seed is None else cfg.seed + step * 7919 + self.runner_index,
+        )
+        start = time.perf_counter()
+        try:
+            episodes = rollout(self.engine, self.chat, envs, seeds, self.agent_cfg, sampling)
+        except Exception as err:  # an env bug or engine failure: count it, return nothing this time
+            self.errors += 1
+            logger.exception("rollout failed on env runner %s", self.worker_index)
+            self.metrics.log_value("runner_errors", 1, reduce="sum")
+            self.metrics.log_value(NUM_ENV_STEPS_SAMPLED, 0, reduce="sum")
+            return [Trajectory(env_id=str(cfg.env), group_id=-1, seed=-1, error=repr(err))]
+        seconds = time.perf_counter() - start
+        trajectories = [Trajectory.from_episode(ep, str(cfg.env), group_id=s) for ep, s in zip(episodes, seeds)]
+        steps = sum(int(t.metrics.get("num_turns", 0)) for t in trajectories)
+        tokens = sum(len(turn.response_ids) for ep in episodes for turn in ep.turns)
+        self.num_env_steps_sampled_lifetime += steps
+        self.metrics.log_value(NUM_ENV_STEPS_SAMPLED, steps, reduce="sum")
+        self.last_rollout = {"seconds": seconds, "generated_tokens": tokens}
+        return trajectories
+
+    # ------------------------------------------------------------------ weights
+    def load_weights(self, weights: Any, seq_no: int) -> int:
+        """Load Hugging Face-named weights (a dict or an ObjectRef of one) into the engine; returns the seq no."""
+        if isinstance(weights, ray.ObjectRef):
+            weights = ray.get(weights)
+        if seq_no == 0 or seq_no > self._weights_seq_no:
+            self.engine.load_weights(weights)
+            self._weights_seq_no = max(seq_no, self._weights_seq_no)
+        return self._weights_seq_no
+
+    @property
+    def weights_seq_no(self) -> int:
+        return self._weights_seq_no
+
+    # ------------------------------------------------------------------ RLlib EnvRunner API
+    def get_spaces(self) -> dict[str, tuple[gym.Space, gym.Space]]:
+        space = text_space()
+        return {DEFAULT_MODULE_ID: (space, space), "__env__": (space, space)}
+
+    def assert_healthy(self) -> None:
+        assert self.engine is not None and self.envs, "the env runner has no engine or no envs"
+
+    def get_metrics(self) -> dict:
+        return self.metrics.reduce()
+
+    def get_state(self, components=None, *, not_components=None, **kwargs) -> dict:
+        return {WEIGHTS_SEQ_NO: self._weights_seq_no, NUM_ENV_STEPS_SAMPLED_LIFETIME: self.num_env_steps_sampled_lifetime}
+
+    def set_state(self, state: dict) -> None:
+        """RLlib's weight-sync entry point: ``{"rl_module": {module_id: state}, "weights_seq_no": n}``."""
+        if COMPONENT_RL_MODULE in state:
+            module_state = state[COMPONENT_RL_MODULE]
+            if isinstance(module_state, ray.ObjectRef):
+                module_state = ray.get(module_state)
+            module_state = module_state.get(DEFAULT_MODULE_ID, module_state)
+            weights = {k[len("lm."):]: v for k, v in module_state.items() if k.startswith("lm.")}
+            self.load_weights(weights, int(state.get(WEIGHTS_SEQ_NO, 0)))
+        if NUM_ENV_STEPS_SAMPLED_LIFETIME in state:
+            self.num_env_steps_sampled_lifetime = state[NUM_ENV_STEPS_SAMPLED_LIFETIME]
+
+    def stop(self) -> None:
+        if self.engine is not None:
+            self.engine.close()
+            self.engine = None

@@ -1,0 +1,40 @@
+"""One Ray instance for every end-to-end algorithm test (temp files inside the work tree)."""
+
+from pathlib import Path
+
+import pytest
+
+CACHE = Path(__file__).resolve().parents[2] / ".cache"
+
+
+@pytest.fixture(scope="session")
+def ray_session():
+    import ray
+
+    from ragen_rllib import init_ray
+
+    init_ray(num_cpus=6, _temp_dir=str(CACHE / "ray"), log_to_driver=False)
+    yield
+    ray.shutdown()
+
+
+@pytest.fixture(scope="session")
+def tiny_config():
+    """Factory of seconds-per-iteration Ragen configs (see ``_tiny_config``)."""
+    return _tiny_config
+
+
+def _tiny_config(num_env_runners=1, num_learners=0, **training):
+    """A seconds-per-iteration Ragen config: nano model, FrozenLake 4x4, short responses, real vLLM engines."""
+    from ragen_rllib import RagenConfig
+
+    kw = dict(adv_estimator="gae", env_groups=2, group_size=2, minibatch_size=2, max_turns=2, max_response_tokens=24,
+              lr=1e-3, critic_lr=1e-3, val_env_groups=2, engine="vllm", engine_kwargs={"max_model_len": 1024})
+    kw.update(training)
+    return (RagenConfig()
+            .environment("ragen/FrozenLake-v0", env_config={"size": 4, "success_rate": 1.0})
+            .env_runners(num_env_runners=num_env_runners)
+            .learners(num_learners=num_learners)
+            .rl_module(model_config={"model": "tiny:nano"})
+            .training(**kw)
+            .debugging(seed=0))

@@ -1,0 +1,65 @@
+"""RagenConfig: RAGEN's defaults in one place, and impossible settings rejected before any actor starts."""
+
+import pytest
+
+from ragen_rllib import Ragen, RagenConfig
+from ragen_rllib.agent.config import AgentConfig
+from ragen_rllib.algorithms.ragen.hyperparams import HYPERPARAMS
+
+
+def tiny():
+    return (RagenConfig().environment("ragen/FrozenLake-v0", env_config={"size": 4})
+            .rl_module(model_config={"model": "tiny:nano"}))
+
+
+def test_defaults_follow_ragen():
+    c = RagenConfig()
+    assert (c.env_groups, c.group_size, c.adv_estimator) == (8, 16, "gae")
+    assert (c.clip_low, c.clip_high, c.dual_clip, c.entropy_coeff) == (0.2, 0.28, 3.0, 0.001)
+    assert (c.lr, c.critic_lr, c.grad_clip, c.num_epochs, c.minibatch_size) == (1e-6, 1e-5, 1.0, 1, 32)
+    assert (c.train_temperature, c.val_temperature, c.max_turns, c.max_actions_per_turn) == (1.0, 0.5, 5, 2)
+    assert c.max_response_tokens == AgentConfig().max_response_tokens == 400
+    assert c.algo_class is Ragen and Ragen.get_default_config().env_groups == 8
+    assert all(meaning for _, meaning in HYPERPARAMS.values())
+    assert "clip_high" in RagenConfig.training.__doc__
+
+
+def test_training_sets_ragen_and_rllib_keys():
+    c = tiny().training(adv_estimator="grpo", group_size=4, env_groups=2, lr=1e-5, minibatch_size=8)
+    assert (c.adv_estimator, c.group_size, c.lr, c.minibatch_size) == ("grpo", 4, 1e-5, 8)
+    assert c.agent_config().max_turns == 5
+    c.validate()
+
+
+def test_unknown_training_key_is_named():
+    with pytest.raises(ValueError, match="clip_hihg"):
+        tiny().training(clip_hihg=0.3)
+
+
+@pytest.mark.parametrize("change, match", [
+    (lambda c: c.env_runners(num_env_runners=3).training(env_groups=8), "env_groups=8.*num_env_runners=3.*env_groups=6"),
+    (lambda c: c.training(adv_estimator="grpo", group_size=1), "group_size=1.*GRPO"),
+    (lambda c: c.training(adv_estimator="ppo2"), "adv_estimator='ppo2'"),
+    (lambda c: c.training(minibatch_size=1000, env_groups=2, group_size=4), "minibatch_size=1000.*8 trajectories"),
+    (lambda c: c.training(engine="tgi"), "engine='tgi'"),
+    (lambda c: c.training(train_temperature=0.0), "train_temperature=0.0"),
+    (lambda c: c.training(context_mode="everything"), "context_mode='everything'"),
+    (lambda c: c.training(max_response_tokens=5000), "max_response_tokens=5000.*max_model_len"),
+    (lambda c: c.training(dual_clip=0.5), "dual_clip=0.5"),
+])
+def test_validate_names_key_value_and_fix(change, match):
+    with pytest.raises(ValueError, match=match):
+        change(tiny()).validate()
+
+
+def test_model_config_defaults_follow_the_estimator():
+    gae = tiny().training(adv_estimator="gae")
+    grpo = tiny().training(adv_estimator="grpo")
+    assert gae.model_config["value_head"] is True and grpo.model_config["value_head"] is False
+    assert gae.model_config["model"] == "tiny:nano"
+
+
+def test_config_round_trips_through_a_dict():
+    c = tiny().training(adv_estimator="grpo", group_size=4, clip_high=0.3)
+    back = RagenConfig.from_dict(c.to_dict())
+    assert (back.adv_estimator, back.group_size, back.clip_high) == ("grpo", 4, 0.3)

@@ -1,0 +1,60 @@
+"""The LLM RLModule: token log-probs, value head kept off inference, state in the model's dtype."""
+
+import pytest
+import torch
+from ray.rllib.core.rl_module.rl_module import RLModuleSpec
+from transformers import AutoModelForCausalLM
+
+from ragen_rllib.algorithms.ragen import keys as K
+from ragen_rllib.algorithms.ragen.torch.ragen_torch_rl_module import VALUE_HEAD, RagenTorchRLModule
+from ragen_rllib.envs.base import text_space
+from ragen_rllib.models.logprobs import gather_token_logprobs
+from ragen_rllib.models.tiny import tiny_model_path
+
+
+def build(**model_config):
+    space = text_space()
+    spec = RLModuleSpec(module_class=RagenTorchRLModule, observation_space=space, action_space=space,
+                        model_config={"model": "tiny:nano", **model_config})
+    return spec.build()
+
+
+def test_forward_gives_token_logprobs_values_and_entropy():
+    module = build(value_head=True, temperature=0.7)
+    hf = AutoModelForCausalLM.from_pretrained(tiny_model_path("nano"))
+    ids = torch.randint(0, 1000, (2, 9))
+    out = module.forward_train({K.INPUT_IDS: ids})
+    expected = gather_token_logprobs(hf(input_ids=ids).logits, ids, temperature=0.7)
+    torch.testing.assert_close(out[K.LOGPROBS], expected, atol=1e-5, rtol=1e-5)
+    assert out[K.VALUES].shape == (2, 9) and torch.all(out[K.VALUES] == 0)  # zero-initialised head
+    assert out[K.ENTROPY].shape == (2, 9) and torch.all(out[K.ENTROPY][:, 1:] > 0)
+
+
+def test_state_keeps_dtype_and_leaves_the_value_head_off_inference():
+    module = build(value_head=True, dtype="bfloat16")
+    full = module.get_state()
+    light = module.get_state(inference_only=True)
+    assert any(k.startswith(VALUE_HEAD) for k in full) and not any(k.startswith(VALUE_HEAD) for k in light)
+    assert all(isinstance(v, torch.Tensor) and v.dtype == torch.bfloat16 for v in light.values())
+    other = build(value_head=True, dtype="bfloat16")
+    with torch.no_grad():
+        for p in module.parameters():
+            p.add_(0.5)
+    other.set_state(module.get_state())
+    for (n1, p1), (n2, p2) in zip(module.state_dict().items(), other.state_dict().items()):
+        assert n1 == n2 and torch.equal(p1, p2)
+
+
+def test_hf_state_dict_uses_hugging_face_names():
+    module = build()
+    hf = AutoModelForCausalLM.from_pretrained(tiny_model_path("nano"))
+    names = set(module.hf_state_dict())
+    assert names == set(hf.state_dict())
+
+
+def test_lora_ships_adapters_only_and_merges_for_engines():
+    module = build(lora={"r": 4, "lora_alpha": 8, "target_modules": ["q_proj", "v_proj"]})
+    state = module.get_state(inference_only=True)
+    assert state and all("lora_" in k for k in state)
+    hf_names = set(AutoModelForCausalLM.from_pretrained(tiny_model_path("nano")).state_dict())
+    assert set(module.hf_state_dict()) == hf_names
