@@ -132,3 +132,16 @@ def test_arbitrary_sampled_ids_never_raise(chat, chatml_tokenizer, env_id):
         assert sum(sample.loss_mask) == sum(len(t.response_ids) for t in ep.turns)
 
     run()
+
+
+class StepBug(gym.Wrapper):
+    def step(self, action):
+        raise RuntimeError("env bug in step")
+
+
+def test_an_env_that_raises_in_step_ends_only_its_own_episode(chat, chatml_tokenizer):
+    engine = ScriptedEngine(respond(chat, chatml_tokenizer, "Down"))
+    envs = [frozen_lake(), StepBug(frozen_lake()), frozen_lake()]
+    eps = rollout(engine, chat, envs, [0, 0, 0], AgentConfig(max_turns=4), SamplingConfig(seed=7))
+    assert [ep.error for ep in eps] == [None, "RuntimeError: env bug in step", None]
+    assert [len(ep.turns) for ep in eps] == [3, 0, 3] and eps[1].done

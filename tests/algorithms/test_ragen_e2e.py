@@ -127,3 +127,49 @@ def test_two_runners_two_ddp_learners_train_in_lockstep(ray_session, tiny_config
         assert seeds == [[10000], [10001]]
     finally:
         algo.stop()
+
+
+def test_checkpoint_restore_gives_identical_weights_and_the_engines_use_them(ray_session, tiny_config, tmp_path):
+    from ray.rllib.algorithms.algorithm import Algorithm
+
+    algo = tiny_config().build_algo()
+    try:
+        algo.train()
+        saved = learner_weights(algo)[0]
+        algo.save_to_path(str(tmp_path / "ckpt"))
+        algo.train()  # move on, so the restore has something to undo
+        assert any(not torch.equal(saved[k], learner_weights(algo)[0][k]) for k in saved)
+    finally:
+        algo.stop()
+    restored = Algorithm.from_checkpoint(str(tmp_path / "ckpt"))
+    try:
+        weights = learner_weights(restored)[0]
+        assert all(torch.equal(saved[k], weights[k]) for k in saved)
+        # the engines generate with the restored weights, not the base model they loaded from disk
+        prompts, conts = probe(restored)
+        engine = runner_calls(restored, lambda r: r.engine.score(prompts, conts))[0]
+        learner = learner_scores(restored, prompts, conts)[0]
+        assert max(abs(a - b) for x, y in zip(engine, learner) for a, b in zip(x, y)) < 1e-4
+        assert restored._step == 1
+        assert_metrics(restored.train())
+        assert runner_calls(restored, lambda r: r.weights_seq_no) == [restored._weights_seq_no]
+    finally:
+        restored.stop()
+
+
+def test_tune_runs_a_two_trial_grid_over_the_slip_rate(ray_session, tiny_config, tmp_path):
+    from ray import tune
+
+    from ragen_rllib import Ragen
+
+    config = tiny_config().environment(env_config={"size": 4, "success_rate": tune.grid_search([1.0, 0.5])})
+    tuner = tune.Tuner(Ragen, param_space=config,
+                       run_config=tune.RunConfig(storage_path=str(tmp_path), name="slip",
+                                                 stop={"training_iteration": 1}, verbose=0))
+    results = tuner.fit()
+    assert len(results) == 2 and not results.errors
+    rates = sorted(r.config["env_config"]["success_rate"] for r in results)
+    assert rates == [0.5, 1.0]
+    for r in results:
+        assert math.isfinite(r.metrics["env_runners"][K.SUCCESS_RATE])
+        assert math.isfinite(r.metrics["learners"][DEFAULT_MODULE_ID][K.POLICY_LOSS])

@@ -54,6 +54,7 @@ class AgentEpisode:
         self.actions_left = cfg.max_actions_per_traj
         self.done = False
         self.success = False
+        self.error: str | None = None  # set when stepping the env raised (the episode is then not trained)
 
     def user_text(self) -> str:
         """The user message of the coming turn."""
@@ -91,6 +92,11 @@ class AgentEpisode:
         self.success = self.success or result.success
         self.done = result.done or self.actions_left <= 0 or len(self.turns) >= self.cfg.max_turns
         return record
+
+    def fail(self, err: BaseException) -> None:
+        """End the episode because its env raised ``err``."""
+        self.error = f"{type(err).__name__}: {err}"
+        self.done = True
 
     def samples(self) -> list[Sample]:
         return self.transcript.samples()

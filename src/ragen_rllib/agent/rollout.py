@@ -27,7 +27,8 @@ def rollout(
     """Run one trajectory per env (reset with ``seeds[i]``) until all are done or out of turns.
 
     Each turn builds the prompts of all active episodes and samples them in ONE ``engine.generate``
-    call (``max_tokens`` = ``cfg.max_response_tokens``). Returns the finished episodes (env order).
+    call (``max_tokens`` = ``cfg.max_response_tokens``). Returns the finished episodes (env order). An
+    exception raised while stepping one env ends that episode only (``episode.error`` says why).
     """
     if len(envs) != len(seeds):
         raise ValueError(f"got {len(envs)} envs but {len(seeds)} seeds; pass one seed per env")
@@ -41,7 +42,10 @@ def rollout(
             sampling, seed=sampling.seed + turn * TURN_SEED_STRIDE)
         generations = engine.generate([ep.prompt() for ep in active], turn_sampling)
         for ep, gen in zip(active, generations):
-            ep.step(gen.token_ids, gen.logprobs)
+            try:
+                ep.step(gen.token_ids, gen.logprobs)
+            except Exception as err:  # an env bug hits one episode, never the batch
+                ep.fail(err)
     return episodes
 
 

@@ -23,6 +23,7 @@ import ragen_rllib.envs  # noqa: F401  (registers the built-in envs in this proc
 from ragen_rllib.agent.chat_format import ChatFormat
 from ragen_rllib.agent.prompts import generation_prefill
 from ragen_rllib.agent.rollout import rollout
+from ragen_rllib.algorithms.ragen.keys import RUNNER_ERRORS
 from ragen_rllib.engines.base import SamplingConfig
 from ragen_rllib.env.trajectory import Trajectory
 from ragen_rllib.envs.base import text_space
@@ -97,11 +98,15 @@ class RagenEnvRunner(EnvRunner):
         except Exception as err:  # an env bug or engine failure: count it, return nothing this time
             self.errors += 1
             logger.exception("rollout failed on env runner %s", self.worker_index)
-            self.metrics.log_value("runner_errors", 1, reduce="sum")
+            self.metrics.log_value(RUNNER_ERRORS, 1, reduce="sum")
             self.metrics.log_value(NUM_ENV_STEPS_SAMPLED, 0, reduce="sum")
             return [Trajectory(env_id=str(cfg.env), group_id=-1, seed=-1, error=repr(err))]
         seconds = time.perf_counter() - start
         trajectories = [Trajectory.from_episode(ep, str(cfg.env), group_id=s) for ep, s in zip(episodes, seeds)]
+        failed = sum(t.error is not None for t in trajectories)
+        if failed:
+            self.errors += failed
+            self.metrics.log_value(RUNNER_ERRORS, failed, reduce="sum")
         steps = sum(int(t.metrics.get("num_turns", 0)) for t in trajectories)
         tokens = sum(len(turn.response_ids) for ep in episodes for turn in ep.turns)
         self.num_env_steps_sampled_lifetime += steps

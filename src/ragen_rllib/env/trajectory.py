@@ -36,4 +36,4 @@ class Trajectory:
     def from_episode(cls, ep: AgentEpisode, env_id: str, group_id: int) -> Trajectory:
         return cls(env_id=env_id, group_id=group_id, seed=int(ep.seed), samples=ep.samples(),
                    score=ep.episodic_return, metrics=ep.metrics(),
-                   response_ids=[list(turn.response_ids) for turn in ep.turns])
+                   response_ids=[list(turn.response_ids) for turn in ep.turns], error=ep.error)
