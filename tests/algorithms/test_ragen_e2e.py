@@ -79,6 +79,7 @@ def test_one_runner_local_learner_trains_syncs_weights_and_trains_on_the_sampled
         for result in results:
             assert_metrics(result)
         assert K.SUCCESS_RATE in results[1]["evaluation"]["env_runners"]  # validation every 2 iterations
+        assert algo.eval_env_runner_group is None  # ...on the training runners: no engine on the driver
         after = learner_weights(algo)[0]
         assert any(not torch.equal(before[k], after[k]) for k in before)  # the policy moved
 
@@ -132,11 +133,11 @@ def test_two_runners_two_ddp_learners_train_in_lockstep(ray_session, tiny_config
 def test_checkpoint_restore_gives_identical_weights_and_the_engines_use_them(ray_session, tiny_config, tmp_path):
     from ray.rllib.algorithms.algorithm import Algorithm
 
-    algo = tiny_config().build_algo()
+    algo = tiny_config().evaluation(evaluation_interval=1).build_algo()
     try:
         algo.train()
         saved = learner_weights(algo)[0]
-        algo.save_to_path(str(tmp_path / "ckpt"))
+        algo.save_to_path(str(tmp_path / "ckpt"))  # (with validation configured: no driver-side runner to save)
         algo.train()  # move on, so the restore has something to undo
         assert any(not torch.equal(saved[k], learner_weights(algo)[0][k]) for k in saved)
     finally:

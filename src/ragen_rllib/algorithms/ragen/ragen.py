@@ -104,6 +104,10 @@ class Ragen(Algorithm):
         self.sync_engine_weights()  # engines still hold the weights they had before the restore
 
     # ------------------------------------------------------------------ validation
+    @classmethod
+    def _should_create_evaluation_env_runners(cls, eval_config) -> bool:
+        return False  # validation runs on the training runners' engines (no extra engine on the driver)
+
     def evaluate(self, parallel_train_future=None) -> dict:
         """Validation rollout on fixed seeds at the validation temperature (``result["evaluation"]``)."""
         trajectories, seconds = self._sample(self._step, validation=True)
