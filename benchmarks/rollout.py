@@ -51,22 +51,30 @@ def make_runner(model: str, engine: str, args):
     return RagenEnvRunner(config=config)
 
 
-def runner_rollout(runner, steps: int) -> dict:
+def runner_rollout(runner, steps: int, on_start=None) -> dict:
     seconds = tokens = 0.0
     for step in range(1, steps + 1):
+        if on_start is not None:
+            on_start()
         runner.sample(step=step)
         seconds += runner.last_rollout["seconds"]
         tokens += runner.last_rollout["generated_tokens"]
     return {"seconds": seconds, "tokens": int(tokens), "tokens_per_s": tokens / seconds}
 
 
-def raw_replay(llm, calls) -> dict:
-    """The raw vLLM engine generating the recorded number of tokens for the recorded prompts."""
+def raw_replay(llm, calls, rollout_starts: set[int]) -> dict:
+    """The raw vLLM engine generating the recorded number of tokens for the recorded prompts.
+
+    The prefix cache is reset where each recorded rollout began, so the replay reuses cached prefixes exactly
+    as much as the runner could (earlier turns of the same rollout), not the runner's own copies of its prompts.
+    """
     from vllm import SamplingParams
     from vllm.inputs import TokensPrompt
 
     seconds = tokens = 0
-    for prompts, gens in calls:
+    for index, (prompts, gens) in enumerate(calls):
+        if index in rollout_starts:
+            llm.reset_prefix_cache()
         params = [SamplingParams(temperature=1.0, max_tokens=max(len(g.token_ids), 1),
                                  min_tokens=max(len(g.token_ids), 1), ignore_eos=True, logprobs=0, seed=i)
                   for i, g in enumerate(gens)]
@@ -91,9 +99,14 @@ def main() -> None:
     recorder = Recorder(runner.engine)
     runner.engine = recorder
     runner.sample(step=0)  # warm-up (not replayed)
-    warmup_calls = len(recorder.calls)
-    results["runner_vllm"] = runner_rollout(runner, args.steps)
-    results["raw_vllm"] = raw_replay(recorder.engine.llm, recorder.calls[warmup_calls:])
+    warmup_calls, starts = len(recorder.calls), set()
+
+    def start_rollout():  # the runner starts each timed rollout from an empty prefix cache too
+        recorder.engine.llm.reset_prefix_cache()
+        starts.add(len(recorder.calls) - warmup_calls)
+
+    results["runner_vllm"] = runner_rollout(runner, args.steps, start_rollout)
+    results["raw_vllm"] = raw_replay(recorder.engine.llm, recorder.calls[warmup_calls:], starts)
     results["runner_over_raw"] = results["runner_vllm"]["tokens_per_s"] / results["raw_vllm"]["tokens_per_s"]
     runner.engine = recorder.engine
     runner.stop()

@@ -58,3 +58,21 @@ def test_lora_ships_adapters_only_and_merges_for_engines():
     assert state and all("lora_" in k for k in state)
     hf_names = set(AutoModelForCausalLM.from_pretrained(tiny_model_path("nano")).state_dict())
     assert set(module.hf_state_dict()) == hf_names
+
+
+@pytest.mark.parametrize("entropy_coeff", [0.0, 0.01])
+def test_entropy_carries_gradients_only_when_the_loss_uses_it(entropy_coeff):
+    from ray.rllib.core import DEFAULT_MODULE_ID
+
+    from ragen_rllib import RagenConfig
+
+    config = (RagenConfig().environment("ragen/FrozenLake-v0")
+              .rl_module(model_config={"model": "tiny:nano"})
+              .training(adv_estimator="grpo", entropy_coeff=entropy_coeff))
+    learner = config.build_learner(spaces={DEFAULT_MODULE_ID: (text_space(), text_space())})
+    module = learner.module[DEFAULT_MODULE_ID].unwrapped()
+    assert module.entropy_requires_grad is (entropy_coeff != 0)
+    out = module.forward_train({K.INPUT_IDS: torch.randint(0, 1000, (2, 9))})
+    assert out[K.LOGPROBS].requires_grad
+    assert out[K.ENTROPY].requires_grad is (entropy_coeff != 0)
+    assert torch.all(out[K.ENTROPY][:, 1:] > 0)  # still computed for the metric

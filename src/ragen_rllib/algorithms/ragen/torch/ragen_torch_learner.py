@@ -25,8 +25,9 @@ class RagenTorchLearner(TorchLearner):
         super().build()
         self._ref_lms: dict[str, torch.nn.Module] = {}
         for module_id, module in self.module._rl_modules.items():
-            if self.config.get_config_for_module(module_id).use_kl_loss and not module.lora:
-                ref = copy.deepcopy(module.lm).eval()
+            module.unwrapped().entropy_requires_grad = self.config.get_config_for_module(module_id).entropy_coeff != 0
+            if self.config.get_config_for_module(module_id).use_kl_loss and not module.unwrapped().lora:
+                ref = copy.deepcopy(module.unwrapped().lm).eval()
                 for p in ref.parameters():
                     p.requires_grad_(False)
                 self._ref_lms[module_id] = ref
