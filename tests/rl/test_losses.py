@@ -5,7 +5,8 @@ import math
 import pytest
 import torch
 
-from ragen_rllib.rl.losses import aggregate, entropy_from_logits, kl_penalty, policy_loss, value_loss
+from ragen_rllib.rl.losses import (AGG_MODES, aggregate, entropy_from_logits, kl_penalty, micro_batch_weights,
+                                   policy_loss, value_loss)
 
 
 def test_aggregation_modes():
@@ -63,3 +64,21 @@ def test_kl_estimators_and_entropy():
         kl_penalty(logp, ref, "k9")
     ent = entropy_from_logits(torch.tensor([[[0.0, 0.0, 0.0, 0.0], [0.0, -float("inf"), 0.0, -float("inf")]]]))
     torch.testing.assert_close(ent, torch.tensor([[math.log(4), math.log(2)]]))
+
+
+@pytest.mark.parametrize("mode", AGG_MODES)
+@pytest.mark.parametrize("micro", [1, 2, 3, 5])
+def test_micro_batch_weights_make_micro_losses_add_up_to_the_minibatch_loss(mode, micro):
+    torch.manual_seed(0)
+    loss_mat = torch.randn(5, 7, dtype=torch.float64)
+    mask = (torch.rand(5, 7) > 0.4).float()
+    mask[3] = 0  # a row without trained tokens
+    weights = micro_batch_weights(mask, micro, mode)
+    assert len(weights) == -(-5 // micro)
+    parts = [aggregate(l, m, mode) for l, m in zip(loss_mat.split(micro), mask.split(micro))]
+    total = sum(float(w) * float(p) for w, p in zip(weights, parts))
+    assert total == pytest.approx(float(aggregate(loss_mat, mask, mode)), abs=1e-9)
+
+
+def test_micro_batch_weights_of_an_all_masked_batch_are_zero():
+    assert torch.all(micro_batch_weights(torch.zeros(4, 3), 2, "token-mean") == 0)

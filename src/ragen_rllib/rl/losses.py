@@ -55,6 +55,34 @@ def aggregate(
     return masked_mean(per_seq, m.any(-1))
 
 
+def micro_batch_weights(mask: torch.Tensor, micro_batch_size: int, mode: str = "token-mean") -> torch.Tensor:
+    """Weights that make micro-batch losses add up to the minibatch loss (gradient accumulation).
+
+    Rows ``[i * micro_batch_size, (i + 1) * micro_batch_size)`` form micro-batch ``i``. With ``w`` returned,
+    ``sum_i w[i] * aggregate(loss_i, mask_i, mode) == aggregate(loss, mask, mode)`` for every mode: trained
+    tokens share for ``token-mean``, share of rows with a trained token for the sequence means, 1 for
+    ``seq-mean-token-sum-norm`` (a constant divisor). An all-masked minibatch gives zeros.
+
+    Args:
+        mask: ``[B, T]`` loss mask of the minibatch.
+        micro_batch_size: rows per micro-batch (>= 1).
+        mode: the aggregation mode (see :func:`aggregate`).
+
+    Returns:
+        ``[ceil(B / micro_batch_size)]`` float32 weights.
+    """
+    _check_choice("mode", mode, AGG_MODES)
+    if micro_batch_size < 1:
+        raise ValueError(f"micro_batch_size={micro_batch_size} must be >= 1")
+    m = (mask != 0).float()
+    per_row = m.sum(-1) if mode == "token-mean" else (m.sum(-1) > 0).float()
+    counts = torch.stack([c.sum() for c in per_row.split(micro_batch_size)])
+    if mode == "seq-mean-token-sum-norm":
+        return torch.ones_like(counts)
+    total = counts.sum()
+    return counts / total if total > 0 else torch.zeros_like(counts)
+
+
 def policy_loss(
     logprobs: torch.Tensor,
     old_logprobs: torch.Tensor,

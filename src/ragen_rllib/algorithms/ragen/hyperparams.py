@@ -43,6 +43,8 @@ HYPERPARAMS: dict[str, tuple[object, str]] = {
     "kl_coeff": (0.001, "KL loss coefficient"),
     "kl_type": ("k3", "KL estimator: k1 | k2 | k3 | abs"),
     "loss_agg_mode": ("token-mean", "loss aggregation: token-mean | seq-mean-token-mean | seq-mean-token-sum"),
+    "micro_batch_size": (8, "trajectories per forward/backward pass; gradients accumulate over a minibatch "
+                         "(verl's ppo_micro_batch_size_per_gpu; also the chunk of the no-grad pass)"),
     "critic_lr": (1e-5, "learning rate of the value head (actor lr is `lr`)"),
     "vf_loss_coeff": (1.0, "value loss coefficient"),
     "vf_clip": (0.5, "value clipping range around the old values"),

@@ -105,7 +105,8 @@ class RagenConfig(AlgorithmConfig):
         def bad(key: str, fix: str) -> None:
             self._value_error(f"RagenConfig: {key}={getattr(self, key)!r} is invalid: {fix}")
 
-        for key in ("env_groups", "group_size", "val_env_groups", "val_group_size", "minibatch_size", "num_epochs"):
+        for key in ("env_groups", "group_size", "val_env_groups", "val_group_size", "minibatch_size", "num_epochs",
+                    "micro_batch_size"):
             value = getattr(self, key)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 bad(key, "use a positive integer")

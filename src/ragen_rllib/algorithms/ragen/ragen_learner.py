@@ -14,10 +14,6 @@ from ragen_rllib.algorithms.ragen import keys as K
 from ragen_rllib.algorithms.ragen.batch import LAST_INDEX, TURN_ENDS, TURN_REWARDS
 from ragen_rllib.rl.advantages import gae, token_rewards, turn_token_rewards
 
-#: Rows per no-grad forward pass when recomputing log-probs and values.
-PREPARE_CHUNK = 8
-
-
 def needs_forward(config, on_policy: bool) -> bool:
     """Whether the learner must run the no-grad pass before its gradient steps.
 
@@ -43,8 +39,8 @@ def prepare_columns(module, batch: dict[str, torch.Tensor], config, ref_lm=None,
     module.eval()
     ids = batch[K.INPUT_IDS]
     logps, values, refs = [], [], []
-    for start in range(0, ids.shape[0], PREPARE_CHUNK):
-        chunk = {K.INPUT_IDS: ids[start:start + PREPARE_CHUNK]}
+    for start in range(0, ids.shape[0], config.micro_batch_size):
+        chunk = {K.INPUT_IDS: ids[start:start + config.micro_batch_size]}
         out = module._forward_train(chunk, entropy=False)
         logps.append(out[K.LOGPROBS].float())
         if K.VALUES in out:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import copy
+from collections import defaultdict
 from typing import Any
 
 import numpy as np
@@ -13,16 +15,20 @@ from ray.rllib.policy.sample_batch import MultiAgentBatch, SampleBatch
 
 from ragen_rllib.algorithms.ragen import keys as K
 from ragen_rllib.algorithms.ragen.ragen_learner import prepare_columns
-from ragen_rllib.rl.losses import aggregate, kl_penalty, policy_loss, value_loss
+from ragen_rllib.rl.losses import aggregate, kl_penalty, micro_batch_weights, policy_loss, value_loss
 
 ACTOR, CRITIC = "actor", "critic"  # optimizer names
 
 
 class RagenTorchLearner(TorchLearner):
-    """TorchLearner for :class:`RagenTorchRLModule` (one optimizer step per minibatch)."""
+    """TorchLearner for :class:`RagenTorchRLModule`: one optimizer step per minibatch, its gradient
+    accumulated over micro-batches of ``micro_batch_size`` trajectories (less memory, and faster per token
+    on CPUs than one wide pass)."""
 
     def build(self) -> None:
         super().build()
+        self._micro_weight: dict[str, torch.Tensor] = {}  # this micro-batch's loss weight per module
+        self._micro_metrics: dict[tuple[str, str], float] = defaultdict(float)  # weighted sums over micro-batches
         self._ref_lms: dict[str, torch.nn.Module] = {}
         for module_id, module in self.module._rl_modules.items():
             module.unwrapped().entropy_requires_grad = self.config.get_config_for_module(module_id).entropy_coeff != 0
@@ -69,6 +75,54 @@ class RagenTorchLearner(TorchLearner):
             out[module_id] = SampleBatch({k: v.cpu().numpy() for k, v in cols.items()})
         return MultiAgentBatch(out, env_steps=batch.env_steps())
 
+    # ------------------------------------------------------------------ one minibatch: micro-batched
+    def _uncompiled_update(self, batch: dict, **kwargs):
+        """Like ``TorchLearner._uncompiled_update``, with the forward/backward split into micro-batches.
+
+        Each micro-batch loss is weighted (:func:`micro_batch_weights`) so the accumulated gradient equals
+        the whole minibatch's; with DDP only the last backward all-reduces. Metrics are the weighted sums.
+        """
+        self._compute_off_policyness(batch)
+        plans = {}
+        for mid, cols in batch.items():
+            cfg = self.config.get_config_for_module(mid)
+            weights = micro_batch_weights(cols[K.LOSS_MASK], cfg.micro_batch_size, cfg.loss_agg_mode)
+            plans[mid] = (cfg.micro_batch_size, weights)
+        steps = max(len(w) for _, w in plans.values())
+        for optim in self._optimizer_parameters:
+            optim.zero_grad(set_to_none=True)
+        self._micro_metrics = defaultdict(float)
+        loss_per_module: dict[str, torch.Tensor] = {}
+        fwd_out: dict[str, Any] = {}
+        for step in range(steps):
+            micro, self._micro_weight = {}, {}
+            for mid, (size, weights) in plans.items():
+                if step < len(weights):
+                    micro[mid] = {k: v[step * size:(step + 1) * size] for k, v in batch[mid].items()}
+                    self._micro_weight[mid] = weights[step].to(self._device)
+            with contextlib.ExitStack() as stack:
+                if self.config.num_learners > 1 and step < steps - 1:
+                    for mod in self.module.values():
+                        if isinstance(mod, torch.nn.Module):
+                            stack.enter_context(mod.no_sync())
+                fwd_out = self.module.forward_train(micro)
+                losses = self.compute_losses(fwd_out=fwd_out, batch=micro)
+                total = sum(losses.values())
+                if isinstance(total, torch.Tensor) and total.grad_fn is not None:
+                    total.backward()
+            for mid, loss in losses.items():
+                loss_per_module[mid] = loss_per_module.get(mid, 0.0) + loss.detach()
+        for (mid, key), value in self._micro_metrics.items():
+            self.metrics.log_value((mid, key), value, window=1)
+        gradients = {pid: p.grad for pid, p in self._params.items() if p.grad is not None}
+        with contextlib.ExitStack() as stack:
+            if self.config.num_learners > 1:
+                for mod in self.module.values():
+                    if isinstance(mod, torch.nn.Module):
+                        stack.enter_context(mod.no_sync())
+            self.apply_gradients(self.postprocess_gradients(gradients))
+        return fwd_out, loss_per_module, {}
+
     # ------------------------------------------------------------------ the loss
     def compute_loss_for_module(self, *, module_id: str, config, batch: dict[str, Any],
                                 fwd_out: dict[str, torch.Tensor]) -> torch.Tensor:
@@ -91,9 +145,10 @@ class RagenTorchLearner(TorchLearner):
             kl = aggregate(kl_penalty(logp, batch[K.REF_LOGPROBS], config.kl_type), mask, agg)
             loss = loss + config.kl_coeff * kl
             logged[K.KL_LOSS] = kl
+        weight = self._micro_weight.get(module_id, 1.0)
         for key, value in logged.items():
-            self.metrics.log_value((module_id, key), value.detach().float().item(), window=1)
-        return loss
+            self._micro_metrics[(module_id, key)] += (weight * value.detach().float()).item()
+        return weight * loss
 
     def postprocess_gradients_for_module(self, *, module_id, config=None, module_gradients_dict):
         grads = [g for g in module_gradients_dict.values() if g is not None]
