@@ -46,6 +46,7 @@ def test_unknown_training_key_is_named():
     (lambda c: c.training(context_mode="everything"), "context_mode='everything'"),
     (lambda c: c.training(max_response_tokens=5000), "max_response_tokens=5000.*max_model_len"),
     (lambda c: c.training(dual_clip=0.5), "dual_clip=0.5"),
+    (lambda c: c.training(old_logprobs="vllm"), "old_logprobs='vllm'.*learner"),
 ])
 def test_validate_names_key_value_and_fix(change, match):
     with pytest.raises(ValueError, match=match):

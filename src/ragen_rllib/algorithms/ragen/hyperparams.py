@@ -16,6 +16,7 @@ AGENT_KEYS = tuple(f.name for f in fields(AgentConfig))
 
 ADV_ESTIMATORS = ("gae", "grpo")  # the full StarPO suite lands with the algorithms issue
 ENGINES = ("auto", "vllm", "hf")
+OLD_LOGPROBS_SOURCES = ("learner", "engine")
 
 HYPERPARAMS: dict[str, tuple[object, str]] = {
     # ---- rollout (StarPO)
@@ -37,6 +38,8 @@ HYPERPARAMS: dict[str, tuple[object, str]] = {
     "use_turn_scores": (False, "put each turn's reward on its last token instead of the trajectory's"),
     "clip_low": (0.2, "lower clip range of the policy ratio (1 - clip_low)"),
     "clip_high": (0.28, "upper clip range of the policy ratio (1 + clip_high; 'clip-higher')"),
+    "old_logprobs": ("learner", "pre-update log-probs: 'learner' recomputes them in a no-grad pass (RAGEN); "
+                     "'engine' takes the engine's sampling-time log-probs (the behaviour policy; no extra pass)"),
     "dual_clip": (3.0, "dual-clip constant c for negative advantages (None: off)"),
     "entropy_coeff": (0.001, "entropy bonus coefficient"),
     "use_kl_loss": (False, "add a KL loss to the reference policy"),

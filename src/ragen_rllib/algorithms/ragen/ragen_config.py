@@ -9,6 +9,7 @@ from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 
 from ragen_rllib.algorithms.ragen.hyperparams import (
     ADV_ESTIMATORS,
+    OLD_LOGPROBS_SOURCES,
     AGENT_KEYS,
     ENGINES,
     HYPERPARAMS,
@@ -114,6 +115,8 @@ class RagenConfig(AlgorithmConfig):
             bad("adv_estimator", f"use one of {ADV_ESTIMATORS}")
         if self.adv_estimator == "grpo" and self.group_size < 2:
             bad("group_size", "GRPO normalises within a group: use group_size >= 2 (RAGEN: 16)")
+        if self.old_logprobs not in OLD_LOGPROBS_SOURCES:
+            bad("old_logprobs", f"use one of {OLD_LOGPROBS_SOURCES}")
         if self.engine not in ENGINES:
             bad("engine", f"use one of {ENGINES}")
         runners = max(self.num_env_runners, 1)

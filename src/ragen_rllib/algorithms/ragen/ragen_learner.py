@@ -19,9 +19,11 @@ def needs_forward(config, on_policy: bool) -> bool:
 
     On-policy updates (one epoch, the learner's whole shard in one minibatch) score every token with the
     very weights that are about to take the step, so the old log-probs equal the current ones detached
-    (verl does the same); only critic values (GAE) or the reference policy (KL) then need the pass.
+    (verl does the same); only critic values (GAE) or the reference policy (KL) then need the pass. With
+    ``old_logprobs="engine"`` the old log-probs are the engine's sampling-time ones (no pass for them).
     """
-    return not on_policy or config.adv_estimator == "gae" or config.use_kl_loss
+    recompute_old = not on_policy and config.old_logprobs == "learner"
+    return recompute_old or config.adv_estimator == "gae" or config.use_kl_loss
 
 
 @torch.no_grad()
@@ -31,8 +33,11 @@ def prepare_columns(module, batch: dict[str, torch.Tensor], config, ref_lm=None,
 
     ``batch`` columns are ``[B, T]`` tensors on the learner's device (see :mod:`.batch`). With
     ``on_policy`` (see :func:`needs_forward`) OLD_LOGPROBS is left out: the loss uses the detached
-    current log-probs.
+    current log-probs. With ``config.old_logprobs == "engine"`` OLD_LOGPROBS is SAMPLE_LOGPROBS (always).
     """
+    mask = batch[K.LOSS_MASK].float()
+    if config.old_logprobs == "engine":
+        batch[K.OLD_LOGPROBS] = batch[K.SAMPLE_LOGPROBS].float() * mask
     if not needs_forward(config, on_policy):
         return batch
     was_training = module.training
@@ -52,8 +57,7 @@ def prepare_columns(module, batch: dict[str, torch.Tensor], config, ref_lm=None,
             refs.append(gather_token_logprobs(logits, chunk[K.INPUT_IDS], module.temperature))
     if was_training:
         module.train()
-    mask = batch[K.LOSS_MASK].float()
-    if not on_policy:
+    if not on_policy and config.old_logprobs == "learner":
         batch[K.OLD_LOGPROBS] = torch.cat(logps) * mask
     if refs:
         batch[K.REF_LOGPROBS] = torch.cat(refs) * mask
