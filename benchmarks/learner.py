@@ -5,8 +5,10 @@ The batch is real: one FrozenLake rollout of an in-process ``RagenEnvRunner`` (v
 ``build_batch`` exactly as ``Ragen.training_step`` does. Timed side by side in one process:
   - learner: ``RagenTorchLearner.update`` (GRPO loss, grad clipping, metrics), one epoch;
   - bare: AdamW on ``-mean(token log-prob)`` with the same model, the same minibatches, forward+backward+step.
-Trained tokens/s counts the non-padding tokens. Two settings: one minibatch per update (on-policy: no
-old-log-prob pass) and two minibatches (the learner first recomputes old log-probs). Target >= 0.85.
+Trained tokens/s counts the non-padding tokens. Three settings: one minibatch per update (on-policy: no
+old-log-prob pass), two minibatches (the learner first recomputes old log-probs in a no-grad pass, RAGEN's
+way), and two minibatches with ``old_logprobs="engine"`` (the engine's sampling log-probs; no extra pass).
+Target >= 0.85.
 Writes benchmarks/results/learner.json.
 """
 
@@ -114,13 +116,15 @@ def main() -> None:
     results = {"machine": f"{platform.machine()} {os.cpu_count()} cores", "model": args.model,
                "rows": len(batch["input_ids"]), "width": int(batch["input_ids"].shape[1]),
                "real_tokens": tokens, "padding_fraction": pad, "settings": {}}
-    for minibatches in (1, 2):
-        learner_s = time_learner(config, batch, minibatches, args.repeats)
+    for minibatches, old_logprobs in ((1, "learner"), (2, "learner"), (2, "engine")):
+        setting = config.copy(copy_frozen=False).training(old_logprobs=old_logprobs)
+        learner_s = time_learner(setting, batch, minibatches, args.repeats)
         bare_s = time_bare(str(resolve_model(args.model)), batch, minibatches, args.repeats, config.lr)
         r = {"learner_seconds": learner_s, "bare_seconds": bare_s, "learner_tokens_per_s": tokens / learner_s,
              "bare_tokens_per_s": tokens / bare_s, "learner_over_bare": bare_s / learner_s}
-        results["settings"][f"{minibatches}_minibatches"] = r
-        print(f"{minibatches} minibatch(es): learner {r['learner_tokens_per_s']:7.0f} tokens/s, bare "
+        name = f"{minibatches}_minibatches" + ("_engine_old_logprobs" if old_logprobs == "engine" else "")
+        results["settings"][name] = r
+        print(f"{name:36s}: learner {r['learner_tokens_per_s']:7.0f} tokens/s, bare "
               f"{r['bare_tokens_per_s']:7.0f} tokens/s, ratio {r['learner_over_bare']:.2f} (target >= 0.85)")
     results["peak_rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"batch {results['rows']} x {results['width']} tokens, padding {pad:.1%}; peak RSS "

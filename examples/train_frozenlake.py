@@ -48,8 +48,9 @@ def build_config(model: str, args):
         .env_runners(num_env_runners=1)
         .learners(num_learners=0)
         .rl_module(model_config={"model": model, "dtype": "float32", "autocast": args.autocast})
-        .training(adv_estimator="grpo", env_groups=args.env_groups, group_size=args.group_size,
-                  minibatch_size=args.env_groups * args.group_size // 2, num_epochs=1, lr=args.lr,
+        .training(adv_estimator=args.adv_estimator, env_groups=args.env_groups, group_size=args.group_size,
+                  minibatch_size=args.env_groups * args.group_size // args.minibatches, num_epochs=1, lr=args.lr,
+                  old_logprobs=args.old_logprobs,
                   entropy_coeff=0.0, train_temperature=1.0, val_env_groups=args.val_groups, val_temperature=0.5,
                   max_response_tokens=args.max_response_tokens, engine=args.engine)
         .evaluation(evaluation_interval=args.eval_every)
@@ -67,6 +68,10 @@ def main() -> None:
     p.add_argument("--env-groups", type=int, default=8)
     p.add_argument("--group-size", type=int, default=8)
     p.add_argument("--lr", type=float, default=3e-4)
+    p.add_argument("--adv-estimator", default="grpo", choices=["grpo", "gigpo", "gae"])
+    p.add_argument("--minibatches", type=int, default=2, help="optimizer steps per iteration (one epoch)")
+    p.add_argument("--old-logprobs", default="learner", choices=["learner", "engine"],
+                   help="PPO old log-probs: recomputed on the learner (RAGEN) or the engine's sampling ones")
     p.add_argument("--val-groups", type=int, default=64, help="validation maps (fixed seeds 123...)")
     p.add_argument("--max-response-tokens", type=int, default=400, help="per turn (RAGEN: 400)")
     p.add_argument("--autocast", default="bfloat16", help="learner forward under bf16 autocast ('none': fp32)")

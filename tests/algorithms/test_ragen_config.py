@@ -39,6 +39,8 @@ def test_unknown_training_key_is_named():
 @pytest.mark.parametrize("change, match", [
     (lambda c: c.env_runners(num_env_runners=3).training(env_groups=8), "env_groups=8.*num_env_runners=3.*env_groups=6"),
     (lambda c: c.training(adv_estimator="grpo", group_size=1), "group_size=1.*GRPO"),
+    (lambda c: c.training(adv_estimator="gigpo", group_size=1), "group_size=1.*GiGPO"),
+    (lambda c: c.training(adv_estimator="gigpo", gigpo_gamma=1.5), "gigpo_gamma=1.5"),
     (lambda c: c.training(adv_estimator="ppo2"), "adv_estimator='ppo2'"),
     (lambda c: c.training(minibatch_size=1000, env_groups=2, group_size=4), "minibatch_size=1000.*8 trajectories"),
     (lambda c: c.training(engine="tgi"), "engine='tgi'"),

@@ -27,8 +27,9 @@ M_RESPONSE_LENGTH = "response_length"  # mean sampled tokens per turn
 
 @dataclass(frozen=True)
 class TurnRecord:
-    """One finished turn: what was sampled, how it parsed and what it did."""
+    """One finished turn: the observation it acted on, what was sampled, how it parsed and what it did."""
 
+    state: str
     response_ids: tuple[int, ...]
     text: str
     parsed: ParsedResponse
@@ -85,7 +86,7 @@ class AgentEpisode:
         parsed = parse_response(text, self.cfg, self.action_names)
         result = execute_turn(self.env, parsed, self.cfg, self.actions_left, self.state)
         self.transcript.set_reward(result.reward)
-        record = TurnRecord(response_ids=tuple(response_ids), text=text, parsed=parsed, result=result)
+        record = TurnRecord(state=str(self.state), response_ids=tuple(response_ids), text=text, parsed=parsed, result=result)
         self.turns.append(record)
         self.state = result.state
         self.actions_left -= len(result.actions)

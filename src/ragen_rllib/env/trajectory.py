@@ -20,6 +20,7 @@ class Trajectory:
         score: trajectory reward = sum of turn rewards (format penalties included).
         metrics: RAGEN's episode metrics (success, num_actions, action_is_valid, ...).
         response_ids: the engine's sampled ids of each turn, exactly as generated.
+        turn_states: the observation text each turn acted on (GiGPO's anchor states).
         error: a message when the runner caught an error in this trajectory (it is then not trained).
     """
 
@@ -30,10 +31,12 @@ class Trajectory:
     score: float = 0.0
     metrics: dict[str, float] = field(default_factory=dict)
     response_ids: list[list[int]] = field(default_factory=list)
+    turn_states: list[str] = field(default_factory=list)
     error: str | None = None
 
     @classmethod
     def from_episode(cls, ep: AgentEpisode, env_id: str, group_id: int) -> Trajectory:
         return cls(env_id=env_id, group_id=group_id, seed=int(ep.seed), samples=ep.samples(),
                    score=ep.episodic_return, metrics=ep.metrics(),
-                   response_ids=[list(turn.response_ids) for turn in ep.turns], error=ep.error)
+                   response_ids=[list(turn.response_ids) for turn in ep.turns],
+                   turn_states=[turn.state for turn in ep.turns], error=ep.error)

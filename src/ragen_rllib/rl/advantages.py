@@ -355,6 +355,84 @@ def reinforce_pp(
     return masked_whiten(returns, m) if whiten else returns
 
 
+def discounted_returns(rewards: torch.Tensor, mask: torch.Tensor, gamma: float) -> torch.Tensor:
+    """Return-to-go over valid steps: ``G_t = r_t + gamma * G_{t+1}`` (``[B, N]`` each; 0 off the mask).
+
+    Steps are turns here (GiGPO); padding steps (mask 0) are skipped, not reset.
+    """
+    m = _bool_mask(mask)
+    if rewards.shape != m.shape or m.dim() != 2:
+        raise ValueError(f"rewards and mask must share one [B, N] shape; got {tuple(rewards.shape)}, {tuple(m.shape)}")
+    r = rewards.to(_compute_dtype(rewards))
+    return _masked_gae_scan(r, torch.zeros_like(r), m, gamma, 1.0)
+
+
+def gigpo(
+    scores: torch.Tensor,
+    group_ids: torch.Tensor,
+    step_rewards: torch.Tensor,
+    step_mask: torch.Tensor,
+    state_ids: torch.Tensor,
+    gamma: float = 0.95,  # discount of the step returns (verl-agent's GiGPO default)
+    step_weight: float = 1.0,  # omega: weight of the step-level advantage (verl-agent default)
+    norm_by_std: bool = True,  # False: mean-centering only at both levels
+    eps: float = 1e-6,
+) -> torch.Tensor:
+    """GiGPO (arXiv 2505.10978) per-step advantage ``A_E(episode) + step_weight * A_S(step)``.
+
+    ``A_E`` is GRPO over each group's episode scores. ``A_S`` groups the steps of one env group by their
+    anchor state (equal ``state_ids`` within equal ``group_ids``) and normalises each step's discounted
+    return ``G_t`` (:func:`discounted_returns`) within its anchor group, like GRPO; a state met only once
+    in the group gets ``A_S = 0``.
+
+    Args:
+        scores: ``[B]`` episode rewards.
+        group_ids: ``[B]`` long; episodes of one group share the env seed.
+        step_rewards: ``[B, N]`` reward of each step (turn).
+        step_mask: ``[B, N]`` 1 for real steps, 0 for padding.
+        state_ids: ``[B, N]`` long id of the observation each step acted on (equal id = identical text).
+
+    Returns:
+        ``[B, N]`` advantages, 0 off the mask (put on tokens with :func:`steps_to_tokens`).
+    """
+    m = _bool_mask(step_mask)
+    if not (step_rewards.shape == m.shape == state_ids.shape) or m.dim() != 2 or scores.shape != group_ids.shape \
+            or scores.shape[0] != m.shape[0]:
+        raise ValueError(f"gigpo needs scores/group_ids [B] and step_rewards/step_mask/state_ids [B, N]; got "
+                         f"{tuple(scores.shape)}, {tuple(group_ids.shape)}, {tuple(step_rewards.shape)}, "
+                         f"{tuple(m.shape)}, {tuple(state_ids.shape)}")
+    episode = grpo(scores, group_ids, eps=eps, norm_by_std=norm_by_std)
+    returns = discounted_returns(step_rewards, m, gamma)
+    rows = group_ids.unsqueeze(-1).expand_as(state_ids)[m]
+    _, anchor = torch.unique(torch.stack([rows, state_ids[m]], dim=-1), dim=0, return_inverse=True)
+    step = grpo(returns[m], anchor, eps=eps, norm_by_std=norm_by_std)
+    out = torch.zeros_like(returns)
+    out[m] = episode.to(out.dtype).unsqueeze(-1).expand_as(out)[m] + step_weight * step
+    return out
+
+
+def steps_to_tokens(step_adv: torch.Tensor, step_ends: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Put each step's advantage on its tokens: token ``t`` belongs to the first step whose end is ``>= t``.
+
+    Args:
+        step_adv: ``[B, N]`` per-step advantages.
+        step_ends: ``[B, N]`` long index of each step's last token, increasing; ``-1`` pads.
+        mask: ``[B, T]`` trained tokens.
+
+    Returns:
+        ``[B, T]``, 0 off the mask.
+    """
+    m = _bool_mask(mask)
+    if step_adv.shape != step_ends.shape or step_adv.shape[0] != m.shape[0]:
+        raise ValueError(f"step_adv and step_ends must be [B, N] with the mask's B; got {tuple(step_adv.shape)}, "
+                         f"{tuple(step_ends.shape)}, {tuple(m.shape)}")
+    T = m.shape[1]
+    ends = torch.where(step_ends < 0, torch.full_like(step_ends, T), step_ends).contiguous()
+    positions = torch.arange(T, device=m.device).expand(m.shape[0], T).contiguous()
+    index = torch.searchsorted(ends, positions).clamp(max=step_adv.shape[1] - 1)
+    return torch.where(m, step_adv.gather(1, index), torch.zeros((), dtype=step_adv.dtype, device=step_adv.device))
+
+
 def broadcast_to_tokens(adv: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """Repeat a per-sequence advantage ``[B]`` on every trained token: ``[B, T]``, 0 off the mask."""
     m = _bool_mask(mask)

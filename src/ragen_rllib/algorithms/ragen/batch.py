@@ -9,7 +9,7 @@ import torch
 
 from ragen_rllib.algorithms.ragen import keys as K
 from ragen_rllib.env.trajectory import Trajectory
-from ragen_rllib.rl.advantages import grpo
+from ragen_rllib.rl.advantages import gigpo, grpo, steps_to_tokens
 
 TURN_ENDS = "turn_ends"  # [B, N] index of each trained turn's last token (-1: padding)
 TURN_REWARDS = "turn_rewards"  # [B, N]
@@ -17,11 +17,12 @@ LAST_INDEX = "last_index"  # [B] index of the last trained token
 
 
 def build_batch(trajectories: Sequence[Trajectory], pad_id: int, *, adv_estimator: str,
-                grpo_norm_by_std: bool = True) -> dict[str, np.ndarray]:
+                grpo_norm_by_std: bool = True, gigpo_gamma: float = 0.95,
+                gigpo_step_weight: float = 1.0) -> dict[str, np.ndarray]:
     """One row per training sample (``full`` mode: one per trajectory), right-padded to the longest.
 
-    Every sample carries its trajectory's score and group id; GRPO advantages are computed here, over
-    whole groups, so sharding the batch over learners never splits a group's statistics.
+    Every sample carries its trajectory's score and group id; GRPO and GiGPO advantages are computed
+    here, over whole groups, so sharding the batch over learners never splits a group's statistics.
     """
     rows = [(t, s) for t in trajectories if t.error is None for s in t.samples if any(s.loss_mask)]
     if not rows:
@@ -55,7 +56,43 @@ def build_batch(trajectories: Sequence[Trajectory], pad_id: int, *, adv_estimato
         adv = grpo(torch.as_tensor(cols[K.SCORES]), torch.as_tensor(cols[K.GROUP_IDS]),
                    norm_by_std=grpo_norm_by_std)
         cols[K.ADVANTAGES] = (adv[:, None] * torch.as_tensor(cols[K.LOSS_MASK])).numpy().astype(np.float32)
+    elif adv_estimator == "gigpo":
+        turn_adv = _gigpo_turn_advantages(rows, turns, gamma=gigpo_gamma, step_weight=gigpo_step_weight,
+                                          norm_by_std=grpo_norm_by_std)
+        cols[K.ADVANTAGES] = steps_to_tokens(turn_adv, torch.as_tensor(cols[TURN_ENDS]),
+                                             torch.as_tensor(cols[K.LOSS_MASK])).numpy().astype(np.float32)
     return cols
+
+
+def _gigpo_turn_advantages(rows, turns: int, **kwargs) -> torch.Tensor:
+    """``[n_rows, turns]`` GiGPO advantage of each row's trained turns, computed once per trajectory.
+
+    Anchor states are identified by their exact observation text (``Trajectory.turn_states``); a row's
+    trained turns are found by their turn numbers, so every context mode counts each episode once.
+    """
+    trajs: dict[int, tuple[Trajectory, dict[int, float]]] = {}
+    for traj, s in rows:
+        trajs.setdefault(id(traj), (traj, {}))[1].update(zip(s.turn_numbers, s.turn_rewards))
+    order = {key: i for i, key in enumerate(trajs)}
+    steps = max(len(t.turn_states) for t, _ in trajs.values())
+    rewards = torch.zeros(len(trajs), steps, dtype=torch.float64)
+    mask = torch.zeros(len(trajs), steps, dtype=torch.bool)
+    states = torch.zeros(len(trajs), steps, dtype=torch.long)
+    state_ids: dict[str, int] = {}
+    for i, (traj, by_turn) in enumerate(trajs.values()):
+        if sorted(by_turn) != list(range(len(traj.turn_states))):
+            raise ValueError(f"GiGPO: trajectory (group {traj.group_id}) has {len(traj.turn_states)} turns but its "
+                             f"samples train turns {sorted(by_turn)}; every turn must be trained")
+        for j, state in enumerate(traj.turn_states):
+            rewards[i, j], mask[i, j] = by_turn[j], True
+            states[i, j] = state_ids.setdefault(state, len(state_ids))
+    scores = torch.as_tensor([t.score for t, _ in trajs.values()], dtype=torch.float64)
+    groups = torch.as_tensor([t.group_id for t, _ in trajs.values()], dtype=torch.long)
+    adv = gigpo(scores, groups, rewards, mask, states, **kwargs)
+    out = torch.zeros(len(rows), turns, dtype=torch.float64)
+    for r, (traj, s) in enumerate(rows):
+        out[r, :len(s.turn_numbers)] = adv[order[id(traj)], list(s.turn_numbers)]
+    return out
 
 
 def padding_fraction(batch: dict[str, np.ndarray]) -> float:

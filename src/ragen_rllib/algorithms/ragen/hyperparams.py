@@ -14,7 +14,7 @@ from ragen_rllib.agent.config import AgentConfig
 _AGENT = AgentConfig()
 AGENT_KEYS = tuple(f.name for f in fields(AgentConfig))
 
-ADV_ESTIMATORS = ("gae", "grpo")  # the full StarPO suite lands with the algorithms issue
+ADV_ESTIMATORS = ("gae", "grpo", "gigpo")  # the rest of the StarPO suite lands with the algorithms issue
 ENGINES = ("auto", "vllm", "hf")
 OLD_LOGPROBS_SOURCES = ("learner", "engine")
 
@@ -35,6 +35,8 @@ HYPERPARAMS: dict[str, tuple[object, str]] = {
     "adv_estimator": ("gae", f"advantage estimator: one of {ADV_ESTIMATORS}"),
     "lambda_": (1.0, "GAE lambda (RAGEN: 1.0)"),
     "grpo_norm_by_std": (True, "GRPO divides by the in-group reward std (False: Dr. GRPO)"),
+    "gigpo_gamma": (0.95, "GiGPO: discount of the per-turn returns compared within an anchor state"),
+    "gigpo_step_weight": (1.0, "GiGPO: weight of the step-level (anchor-state) advantage"),
     "use_turn_scores": (False, "put each turn's reward on its last token instead of the trajectory's"),
     "clip_low": (0.2, "lower clip range of the policy ratio (1 - clip_low)"),
     "clip_high": (0.28, "upper clip range of the policy ratio (1 + clip_high; 'clip-higher')"),

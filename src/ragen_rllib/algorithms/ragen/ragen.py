@@ -55,7 +55,8 @@ class Ragen(Algorithm):
         self.metrics.log_dict(rollout_metrics(trajectories, seconds), key=ENV_RUNNER_RESULTS, window=1)
         cfg = self.config
         batch = build_batch(trajectories, self._pad_id, adv_estimator=cfg.adv_estimator,
-                            grpo_norm_by_std=cfg.grpo_norm_by_std)
+                            grpo_norm_by_std=cfg.grpo_norm_by_std, gigpo_gamma=cfg.gigpo_gamma,
+                            gigpo_step_weight=cfg.gigpo_step_weight)
         rows = len(batch["input_ids"])
         learners = max(cfg.num_learners, 1)
         minibatch = min(cfg.minibatch_size, math.ceil(rows / learners))

@@ -113,8 +113,11 @@ class RagenConfig(AlgorithmConfig):
                 bad(key, "use a positive integer")
         if self.adv_estimator not in ADV_ESTIMATORS:
             bad("adv_estimator", f"use one of {ADV_ESTIMATORS}")
-        if self.adv_estimator == "grpo" and self.group_size < 2:
-            bad("group_size", "GRPO normalises within a group: use group_size >= 2 (RAGEN: 16)")
+        if self.adv_estimator in ("grpo", "gigpo") and self.group_size < 2:
+            name = {"grpo": "GRPO", "gigpo": "GiGPO"}[self.adv_estimator]
+            bad("group_size", f"{name} normalises within a group: use group_size >= 2 (RAGEN: 16)")
+        if self.adv_estimator == "gigpo" and not 0 <= self.gigpo_gamma <= 1:
+            bad("gigpo_gamma", "use a discount in [0, 1] (verl-agent: 0.95)")
         if self.old_logprobs not in OLD_LOGPROBS_SOURCES:
             bad("old_logprobs", f"use one of {OLD_LOGPROBS_SOURCES}")
         if self.engine not in ENGINES:

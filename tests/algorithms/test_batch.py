@@ -1,0 +1,39 @@
+"""build_batch: padded columns and the advantages computed on the driver over whole groups."""
+
+import numpy as np
+import pytest
+
+from ragen_rllib.agent.transcript import Sample
+from ragen_rllib.algorithms.ragen import keys as K
+from ragen_rllib.algorithms.ragen.batch import build_batch
+from ragen_rllib.env.trajectory import Trajectory
+
+
+def traj(group: int, states: list[str], rewards: list[float]) -> Trajectory:
+    """A ``full``-mode trajectory: prompt token 9, then per turn two sampled tokens and one env token."""
+    ids, mask, ends = [9], [0], []
+    for turn in range(len(states)):
+        ids += [turn + 1, turn + 1, 9]
+        mask += [1, 1, 0]
+        ends.append(len(ids) - 2)
+    sample = Sample(input_ids=ids, loss_mask=mask, logprobs=[-0.5 * m for m in mask], turn_ends=ends,
+                    turn_rewards=list(rewards), turn_numbers=list(range(len(states))))
+    return Trajectory(env_id="ragen/Bandit-v0", group_id=group, seed=group, samples=[sample], score=sum(rewards),
+                      turn_states=states)
+
+
+def test_gigpo_advantages_land_on_each_turns_tokens():
+    trajectories = [traj(0, ["s0", "s1"], [0.0, 1.0]), traj(0, ["s0", "s2"], [0.0, 0.0])]
+    batch = build_batch(trajectories, pad_id=0, adv_estimator="gigpo", grpo_norm_by_std=False, gigpo_gamma=0.5)
+    # episode level: +0.5 / -0.5; step level: state s0 returns 0.5 vs 0 -> +0.25 / -0.25, s1 and s2 alone -> 0.
+    expected = np.array([[0, 0.75, 0.75, 0, 0.5, 0.5, 0], [0, -0.75, -0.75, 0, -0.5, -0.5, 0]], dtype=np.float32)
+    np.testing.assert_allclose(batch[K.ADVANTAGES], expected, atol=1e-6)
+    grpo = build_batch(trajectories, pad_id=0, adv_estimator="grpo", grpo_norm_by_std=False)
+    np.testing.assert_allclose(grpo[K.ADVANTAGES], np.sign(expected) * 0.5, atol=1e-6)
+
+
+def test_gigpo_refuses_untrained_turns():
+    broken = traj(0, ["s0", "s1"], [0.0, 1.0])
+    broken.turn_states.append("s9")  # a turn the samples never trained
+    with pytest.raises(ValueError, match="every turn must be trained"):
+        build_batch([broken, traj(0, ["s0"], [0.0])], pad_id=0, adv_estimator="gigpo")
