@@ -37,3 +37,31 @@ def test_gigpo_refuses_untrained_turns():
     broken.turn_states.append("s9")  # a turn the samples never trained
     with pytest.raises(ValueError, match="every turn must be trained"):
         build_batch([broken, traj(0, ["s0"], [0.0])], pad_id=0, adv_estimator="gigpo")
+
+
+@pytest.mark.parametrize("estimator, expected", [
+    ("dr_grpo", [0.5, -0.5, 0.0]),  # group 0 scores 1, 0 (mean .5); group 1 alone
+    ("grpo", [0.5 / (0.5 ** 0.5 + 1e-6), -0.5 / (0.5 ** 0.5 + 1e-6), 0.0]),  # unbiased std of (1, 0) = sqrt(.5)
+    ("rloo", [1.0, -1.0, 0.0]),  # score minus the mean of the others
+])
+def test_group_estimators_per_trajectory(estimator, expected):
+    trajectories = [traj(0, ["a"], [1.0]), traj(0, ["b"], [0.0]), traj(1, ["c"], [3.0])]
+    batch = build_batch(trajectories, pad_id=0, adv_estimator=estimator)
+    np.testing.assert_allclose(batch[K.ADVANTAGES][:, 1], expected, rtol=1e-5)
+    assert np.all(batch[K.ADVANTAGES][batch[K.LOSS_MASK] == 0] == 0)
+
+
+def test_reinforce_plus_plus_whitens_discounted_returns_over_the_batch():
+    trajectories = [traj(0, ["a", "b"], [0.0, 1.0]), traj(1, ["c"], [0.0])]
+    batch = build_batch(trajectories, pad_id=0, adv_estimator="reinforce_plus_plus", gamma=0.5)
+    # trained tokens (row 0: 4 tokens, row 1: 2): returns-to-go with gamma .5 per token from the reward 1
+    # on row 0's last trained token: .125 .25 .5 1 and 0 0; then whitened over those six tokens
+    raw = np.array([0.125, 0.25, 0.5, 1.0, 0.0, 0.0])
+    white = (raw - raw.mean()) / np.sqrt(raw.var(ddof=1) + 1e-8)
+    got = np.concatenate([batch[K.ADVANTAGES][0][batch[K.LOSS_MASK][0] > 0],
+                          batch[K.ADVANTAGES][1][batch[K.LOSS_MASK][1] > 0]])
+    np.testing.assert_allclose(got, white, rtol=1e-5)
+    base = build_batch(trajectories + [traj(1, ["d"], [1.0])], pad_id=0, adv_estimator="reinforce_plus_plus_baseline")
+    # minus the group mean: row 0 -> 0 (alone in group 0), rows 1, 2 -> -.5, +.5; whitened over all tokens
+    assert base[K.ADVANTAGES][1, 1] < 0 < base[K.ADVANTAGES][2, 1]
+    assert abs(base[K.ADVANTAGES][base[K.LOSS_MASK] > 0].mean()) < 1e-6

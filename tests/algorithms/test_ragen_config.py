@@ -40,6 +40,10 @@ def test_unknown_training_key_is_named():
     (lambda c: c.env_runners(num_env_runners=3).training(env_groups=8), "env_groups=8.*num_env_runners=3.*env_groups=6"),
     (lambda c: c.training(adv_estimator="grpo", group_size=1), "group_size=1.*GRPO"),
     (lambda c: c.training(adv_estimator="gigpo", group_size=1), "group_size=1.*GiGPO"),
+    (lambda c: c.training(adv_estimator="rloo", group_size=1), "group_size=1.*rloo"),
+    (lambda c: c.training(adv_estimator="bi_level_gae", use_turn_scores=True), "use_turn_scores=True.*bi_level_gae"),
+    (lambda c: c.rl_module(model_config={"model": "tiny:nano", "value_head": False}).training(adv_estimator="gae"),
+     "adv_estimator='gae' needs a critic.*value_head"),
     (lambda c: c.training(adv_estimator="gigpo", gigpo_gamma=1.5), "gigpo_gamma=1.5"),
     (lambda c: c.training(adv_estimator="ppo2"), "adv_estimator='ppo2'"),
     (lambda c: c.training(minibatch_size=1000, env_groups=2, group_size=4), "minibatch_size=1000.*8 trajectories"),
@@ -49,6 +53,10 @@ def test_unknown_training_key_is_named():
     (lambda c: c.training(max_response_tokens=5000), "max_response_tokens=5000.*max_model_len"),
     (lambda c: c.training(dual_clip=0.5), "dual_clip=0.5"),
     (lambda c: c.training(old_logprobs="vllm"), "old_logprobs='vllm'.*learner"),
+    (lambda c: c.training(filter_strategy="top_q"), "filter_strategy='top_q'.*top_p"),
+    (lambda c: c.training(early_stop_val_patience=0), "early_stop_val_patience=0.*None"),
+    (lambda c: c.training(filter_strategy="top_p", filter_value=1.5), "filter_value=1.5.*fraction"),
+    (lambda c: c.training(filter_strategy="top_k_abs", filter_value=99, env_groups=2), "top_k_abs=99.*env_groups=2"),
 ])
 def test_validate_names_key_value_and_fix(change, match):
     with pytest.raises(ValueError, match=match):

@@ -55,3 +55,35 @@ def test_learner_old_logprobs_are_recomputed_off_policy_only(module):
 def test_critic_or_kl_still_need_the_pass_with_engine_logprobs():
     assert needs_forward(config("engine", adv_estimator="gae"), on_policy=True)
     assert needs_forward(config("engine", use_kl_loss=True), on_policy=True)
+
+
+def test_last_turn_rewards_put_the_score_on_each_rows_last_turn():
+    from ragen_rllib.algorithms.ragen.ragen_learner import last_turn_rewards
+
+    out = last_turn_rewards(torch.tensor([1.0, 2.0]), torch.tensor([[3, 6, 9], [4, -1, -1]]))
+    assert out.tolist() == [[0.0, 0.0, 1.0], [2.0, 0.0, 0.0]]
+
+
+def test_bi_level_gae_runs_on_the_learner_with_the_critic():
+    from ragen_rllib.algorithms.ragen.batch import TURN_ENDS
+    from ragen_rllib.rl.advantages import bilevel_gae
+
+    space = text_space()
+    critic = RLModuleSpec(module_class=RagenTorchRLModule, observation_space=space, action_space=space,
+                          model_config={"model": "tiny:nano", "value_head": True}).build()
+    cols = batch()
+    cols[K.LOSS_MASK][:, 3:6] = torch.tensor([1.0, 0.0, 1.0])  # two one-token turns at 3 and 5
+    cols[TURN_ENDS] = torch.tensor([[3, 5], [3, 5], [3, -1]])
+    cols[K.SCORES] = torch.tensor([1.0, 0.0, 2.0])
+    cfg = SimpleNamespace(old_logprobs="learner", adv_estimator="bi_level_gae", use_kl_loss=False,
+                          micro_batch_size=2, high_level_gamma=0.5, gamma=1.0, lambda_=1.0)
+    cols[K.LOSS_MASK][2, 5] = 0.0
+    prepared = prepare_columns(critic, dict(cols), cfg, on_policy=True)
+    zeros = torch.zeros(3, 7)  # the value head starts at zero
+    rewards = torch.tensor([[0.0, 1.0], [0.0, 0.0], [2.0, 0.0]])
+    adv, ret = bilevel_gae(rewards, cols[TURN_ENDS], zeros, cols[K.LOSS_MASK], high_gamma=0.5)
+    torch.testing.assert_close(prepared[K.ADVANTAGES], adv.float())
+    torch.testing.assert_close(prepared[K.RETURNS], ret.float())
+    # unwhitened returns by hand: row 0 turn 1 gets 1, turn 0 gets 0.5 * 1; row 2's single turn gets 2
+    assert ret[0, 3].item() == pytest.approx(0.5) and ret[0, 5].item() == pytest.approx(1.0)
+    assert ret[2, 3].item() == pytest.approx(2.0)

@@ -9,7 +9,20 @@ import torch
 
 from ragen_rllib.algorithms.ragen import keys as K
 from ragen_rllib.env.trajectory import Trajectory
-from ragen_rllib.rl.advantages import gigpo, grpo, steps_to_tokens
+from ragen_rllib.rl.advantages import (
+    broadcast_to_tokens,
+    gigpo,
+    group_stats,
+    grpo,
+    masked_whiten,
+    reinforce_pp,
+    rloo,
+    steps_to_tokens,
+    token_rewards,
+)
+
+#: estimators computed here on the driver over the whole batch (the critic ones run on the learner)
+DRIVER_ESTIMATORS = ("grpo", "dr_grpo", "rloo", "reinforce_plus_plus", "reinforce_plus_plus_baseline", "gigpo")
 
 TURN_ENDS = "turn_ends"  # [B, N] index of each trained turn's last token (-1: padding)
 TURN_REWARDS = "turn_rewards"  # [B, N]
@@ -17,12 +30,13 @@ LAST_INDEX = "last_index"  # [B] index of the last trained token
 
 
 def build_batch(trajectories: Sequence[Trajectory], pad_id: int, *, adv_estimator: str,
-                grpo_norm_by_std: bool = True, gigpo_gamma: float = 0.95,
-                gigpo_step_weight: float = 1.0) -> dict[str, np.ndarray]:
+                grpo_norm_by_std: bool = True, gigpo_gamma: float = 0.95, gigpo_step_weight: float = 1.0,
+                gamma: float = 1.0) -> dict[str, np.ndarray]:
     """One row per training sample (``full`` mode: one per trajectory), right-padded to the longest.
 
-    Every sample carries its trajectory's score and group id; GRPO and GiGPO advantages are computed
-    here, over whole groups, so sharding the batch over learners never splits a group's statistics.
+    Every sample carries its trajectory's score and group id; the group and batch estimators
+    (:data:`DRIVER_ESTIMATORS`) are computed here, over whole groups and the whole batch, so sharding the
+    batch over learners never splits a group's statistics (or REINFORCE++'s batch whitening).
     """
     rows = [(t, s) for t in trajectories if t.error is None for s in t.samples if any(s.loss_mask)]
     if not rows:
@@ -52,16 +66,31 @@ def build_batch(trajectories: Sequence[Trajectory], pad_id: int, *, adv_estimato
         cols[LAST_INDEX][i] = max(j for j, m in enumerate(s.loss_mask) if m)
         cols[K.SCORES][i] = traj.score
         cols[K.GROUP_IDS][i] = traj.group_id
-    if adv_estimator == "grpo":
-        adv = grpo(torch.as_tensor(cols[K.SCORES]), torch.as_tensor(cols[K.GROUP_IDS]),
-                   norm_by_std=grpo_norm_by_std)
-        cols[K.ADVANTAGES] = (adv[:, None] * torch.as_tensor(cols[K.LOSS_MASK])).numpy().astype(np.float32)
-    elif adv_estimator == "gigpo":
-        turn_adv = _gigpo_turn_advantages(rows, turns, gamma=gigpo_gamma, step_weight=gigpo_step_weight,
-                                          norm_by_std=grpo_norm_by_std)
-        cols[K.ADVANTAGES] = steps_to_tokens(turn_adv, torch.as_tensor(cols[TURN_ENDS]),
-                                             torch.as_tensor(cols[K.LOSS_MASK])).numpy().astype(np.float32)
+    if adv_estimator in DRIVER_ESTIMATORS:
+        cols[K.ADVANTAGES] = _driver_advantages(rows, cols, turns, adv_estimator, norm_by_std=grpo_norm_by_std,
+                                                gigpo_gamma=gigpo_gamma, gigpo_step_weight=gigpo_step_weight,
+                                                gamma=gamma).numpy().astype(np.float32)
     return cols
+
+
+def _driver_advantages(rows, cols, turns: int, estimator: str, *, norm_by_std: bool, gigpo_gamma: float,
+                       gigpo_step_weight: float, gamma: float) -> torch.Tensor:
+    """``[B, T]`` token advantages of a driver estimator, 0 off the loss mask."""
+    scores, groups = torch.as_tensor(cols[K.SCORES]).double(), torch.as_tensor(cols[K.GROUP_IDS])
+    mask = torch.as_tensor(cols[K.LOSS_MASK])
+    if estimator in ("grpo", "dr_grpo"):
+        return broadcast_to_tokens(grpo(scores, groups, norm_by_std=norm_by_std and estimator == "grpo"), mask)
+    if estimator == "rloo":
+        return broadcast_to_tokens(rloo(scores, groups), mask)
+    if estimator == "reinforce_plus_plus":
+        rewards = token_rewards(scores, torch.as_tensor(cols[LAST_INDEX]), mask.shape[1])
+        return reinforce_pp(rewards, mask, gamma=gamma)
+    if estimator == "reinforce_plus_plus_baseline":  # scores minus the group mean, whitened over the batch
+        _, inv, _, mean, _ = group_stats(scores, groups)
+        return masked_whiten(broadcast_to_tokens(scores - mean[inv], mask), mask)
+    turn_adv = _gigpo_turn_advantages(rows, turns, gamma=gigpo_gamma, step_weight=gigpo_step_weight,
+                                      norm_by_std=norm_by_std)
+    return steps_to_tokens(turn_adv, torch.as_tensor(cols[TURN_ENDS]), mask)
 
 
 def _gigpo_turn_advantages(rows, turns: int, **kwargs) -> torch.Tensor:

@@ -10,11 +10,15 @@ from __future__ import annotations
 from dataclasses import fields
 
 from ragen_rllib.agent.config import AgentConfig
+from ragen_rllib.rl.filtering import FILTER_METRICS, FILTER_STRATEGIES, KEEP, TOP_P_MODES
+from ragen_rllib.rl.rewards import NORM_SCOPES, REWARD_NORMS
 
 _AGENT = AgentConfig()
 AGENT_KEYS = tuple(f.name for f in fields(AgentConfig))
 
-ADV_ESTIMATORS = ("gae", "grpo", "gigpo")  # the rest of the StarPO suite lands with the algorithms issue
+CRITIC_ESTIMATORS = ("gae", "bi_level_gae")  # need a value head; computed on the learner
+GROUP_ESTIMATORS = ("grpo", "dr_grpo", "rloo", "reinforce_plus_plus_baseline", "gigpo")  # need group_size >= 2
+ADV_ESTIMATORS = CRITIC_ESTIMATORS + GROUP_ESTIMATORS + ("reinforce_plus_plus",)
 ENGINES = ("auto", "vllm", "hf")
 OLD_LOGPROBS_SOURCES = ("learner", "engine")
 
@@ -31,9 +35,34 @@ HYPERPARAMS: dict[str, tuple[object, str]] = {
     "val_group_size": (1, "trajectories per validation group"),
     "val_seed": (123, "seed of the first validation group (fixed across evaluations)"),
     "val_temperature": (0.5, "sampling temperature of validation rollouts"),
+    # ---- rollout filtering (StarPO-S; whole groups)
+    "filter_strategy": (None, f"group filter: None (off) or one of {FILTER_STRATEGIES} (StarPO-S runs: top_p)"),
+    "filter_value": (0.9, "the strategy's p / fraction / count (RAGEN's published runs: top_p 0.9; V1: top_k 0.25)"),
+    "filter_keep": ("largest", f"keep the groups with the {KEEP} scores"),
+    "filter_top_p_mode": ("linear", f"top_p over the scores themselves or their softmax: one of {TOP_P_MODES}"),
+    "filter_include_zero": (True, "False: drop groups whose rewards are all equal before the strategy"),
+    "filter_metric": ("reward_std", f"group score: one of {FILTER_METRICS}"),
+    "filter_loss_scale": (False, "scale the loss by the kept ratio of groups"),
+    # ---- DAPO
+    "dynamic_sampling": (False, "DAPO: drop groups whose rewards are all equal and sample more until env_groups remain"),
+    "dynamic_sampling_max_rounds": (3, "DAPO: at most this many extra sampling rounds per step"),
+    "overlong_buffer_ratio": (None, "DAPO overlong shaping: a turn in the last ratio x max_response_tokens tokens "
+                              "before the limit is penalised linearly up to -overlong_penalty (DAPO: 0.2; None: off)"),
+    "overlong_penalty": (1.0, "DAPO overlong shaping: the penalty at max_response_tokens"),
+    # ---- reward normalisation (trajectory scores, before the advantages)
+    "reward_norm": ("identity", f"score normalisation: one of {REWARD_NORMS}"),
+    "reward_norm_scope": ("group", f"normalise per: one of {NORM_SCOPES}"),
+    # ---- early stops (RAGEN's rules; patience None turns a rule off)
+    "early_stop_std_ratio": (0.1, "reward-std collapse: mean in-group reward std below this x the early baseline"),
+    "early_stop_std_patience": (10, "... for this many consecutive steps stops training (None: off)"),
+    "early_stop_std_baseline_steps": (5, "steps whose mean in-group reward std is the baseline"),
+    "early_stop_empty_patience": (5, "stop after this many consecutive empty filtered batches (None: off)"),
+    "early_stop_val_floor": (0.01, "validation success below this ..."),
+    "early_stop_val_patience": (5, "... on this many consecutive validations stops training (None: off)"),
     # ---- advantages and loss
     "adv_estimator": ("gae", f"advantage estimator: one of {ADV_ESTIMATORS}"),
     "lambda_": (1.0, "GAE lambda (RAGEN: 1.0)"),
+    "high_level_gamma": (0.95, "bi-level GAE: discount between turns (RAGEN: 0.95)"),
     "grpo_norm_by_std": (True, "GRPO divides by the in-group reward std (False: Dr. GRPO)"),
     "gigpo_gamma": (0.95, "GiGPO: discount of the per-turn returns compared within an anchor state"),
     "gigpo_step_weight": (1.0, "GiGPO: weight of the step-level (anchor-state) advantage"),

@@ -38,3 +38,14 @@ PASS_AT_K = "pass_at_k"
 IN_GROUP_REWARD_STD_MEAN = "in_group_reward_std_mean"
 GENERATED_TOKENS_PER_S = "generated_tokens_per_s"
 RUNNER_ERRORS = "runner_errors"  # env/model errors handled inside the runner
+
+# ---- rollout filtering (result["learners"]["__all_modules__"] is RLlib's; these go under result["env_runners"])
+FILTER_KEPT_RATIO = "filter_kept_ratio"  # kept groups / groups
+FILTER_KEPT_GROUPS = "filter_kept_groups"
+FILTER_ZERO_VARIANCE_GROUPS = "filter_zero_variance_groups"  # groups whose rewards are all equal
+FILTER_KEPT_REWARD_STD_MEAN = "filter_kept_reward_std_mean"  # mean in-group reward std of the kept groups
+FILTER_EMPTY_BATCHES = "filter_empty_batches"  # steps whose filtered batch was empty (update skipped)
+LOSS_SCALE = "loss_scale"  # [B] factor on the loss (filter_loss_scale: the kept ratio), 1 otherwise
+OVERLONG_TURN_RATE = "overlong_turn_rate"  # share of turns the DAPO overlong penalty hit
+DYNAMIC_SAMPLING_ROUNDS = "dynamic_sampling_rounds"  # extra sampling rounds this step (DAPO)
+DYNAMIC_SAMPLING_GROUPS = "dynamic_sampling_groups"  # groups with reward variance after dynamic sampling

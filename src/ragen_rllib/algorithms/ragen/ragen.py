@@ -10,14 +10,19 @@ from __future__ import annotations
 import math
 import time
 
+import numpy as np
 import ray
 from ray.rllib.algorithms.algorithm import Algorithm
 from ray.rllib.core import DEFAULT_MODULE_ID
 from ray.rllib.policy.sample_batch import MultiAgentBatch, SampleBatch
 from ray.rllib.utils.metrics import ENV_RUNNER_RESULTS, LEARNER_RESULTS, TIMERS
 
+from ragen_rllib.algorithms.ragen import keys as K
 from ragen_rllib.algorithms.ragen.batch import build_batch, padding_fraction
+from ragen_rllib.algorithms.ragen.early_stop import EarlyStopper
 from ragen_rllib.algorithms.ragen.ragen_config import RagenConfig
+from ragen_rllib.algorithms.ragen.reward_shaping import shape_rewards
+from ragen_rllib.algorithms.ragen.rollout_filter import filter_trajectories, varied_groups
 from ragen_rllib.algorithms.ragen.rollout_metrics import rollout_metrics
 
 __all__ = ["Ragen", "RagenConfig"]
@@ -38,6 +43,8 @@ class Ragen(Algorithm):
         super().setup(config)
         self._step = 0
         self._weights_seq_no = 0
+        self._stopper = EarlyStopper.from_config(self.config)
+        self._round = 0  # sampling rounds so far: the seed schedule's step (= self._step without dynamic sampling)
         self._pad_id = self._tokenizer_pad_id()
 
     def _tokenizer_pad_id(self) -> int:
@@ -50,14 +57,27 @@ class Ragen(Algorithm):
 
     # ------------------------------------------------------------------ one iteration
     def training_step(self) -> None:
-        step, start = self._step, time.perf_counter()
-        trajectories, seconds = self._sample(step, validation=False)
-        self.metrics.log_dict(rollout_metrics(trajectories, seconds), key=ENV_RUNNER_RESULTS, window=1)
-        cfg = self.config
-        batch = build_batch(trajectories, self._pad_id, adv_estimator=cfg.adv_estimator,
+        start, cfg = time.perf_counter(), self.config
+        sampled, trajectories, seconds, extra = self._collect()
+        rollout = rollout_metrics(sampled, seconds)
+        self.metrics.log_dict({**rollout, **extra}, key=ENV_RUNNER_RESULTS, window=1)
+        shaped, shaping = shape_rewards(trajectories, cfg)
+        kept, filter_metrics = filter_trajectories(shaped, cfg)
+        self._stopper.on_step(rollout.get(K.IN_GROUP_REWARD_STD_MEAN),
+                              empty=cfg.filter_strategy is not None and not kept)
+        self.metrics.log_dict({**shaping, **filter_metrics}, key=ENV_RUNNER_RESULTS, window=1)
+        if cfg.filter_strategy is not None:
+            self.metrics.log_value((ENV_RUNNER_RESULTS, K.FILTER_EMPTY_BATCHES), float(not kept), reduce="sum")
+        if not kept:  # nothing to learn from: skip the update (engines keep the current weights)
+            self._step += 1
+            self.metrics.log_value((TIMERS, "ragen_sample_s"), seconds, window=1)
+            return
+        batch = build_batch(kept, self._pad_id, adv_estimator=cfg.adv_estimator,
                             grpo_norm_by_std=cfg.grpo_norm_by_std, gigpo_gamma=cfg.gigpo_gamma,
-                            gigpo_step_weight=cfg.gigpo_step_weight)
+                            gigpo_step_weight=cfg.gigpo_step_weight, gamma=cfg.gamma)
         rows = len(batch["input_ids"])
+        if cfg.filter_loss_scale and filter_metrics:
+            batch[K.LOSS_SCALE] = np.full(rows, filter_metrics[K.FILTER_KEPT_RATIO], dtype=np.float32)
         learners = max(cfg.num_learners, 1)
         minibatch = min(cfg.minibatch_size, math.ceil(rows / learners))
         learner_results = self.learner_group.update(
@@ -77,6 +97,28 @@ class Ragen(Algorithm):
                   "weight_sync": time.perf_counter() - start - seconds - learn_seconds}
         for phase, value in phases.items():
             self.metrics.log_value((TIMERS, f"ragen_{phase}_s"), value, window=1)
+
+    def _collect(self):
+        """One sampling round (seeds of round ``self._round``); with ``dynamic_sampling`` (DAPO) groups whose
+        rewards are all equal are dropped and more rounds are sampled, at most ``dynamic_sampling_max_rounds``,
+        until ``env_groups`` groups remain. Returns (all sampled, to train on, seconds, metrics)."""
+        cfg = self.config
+        trajectories, seconds = self._sample(self._round, validation=False)
+        self._round += 1
+        if not cfg.dynamic_sampling:
+            return trajectories, trajectories, seconds, {}
+        sampled, kept, rounds = list(trajectories), varied_groups(trajectories), 0
+        while len({t.group_id for t in kept}) < cfg.env_groups and rounds < cfg.dynamic_sampling_max_rounds:
+            more, more_seconds = self._sample(self._round, validation=False)
+            self._round += 1
+            rounds += 1
+            seconds += more_seconds
+            sampled += more
+            kept += varied_groups(more)
+        groups = set(list(dict.fromkeys(t.group_id for t in kept))[:cfg.env_groups])  # first come, first kept
+        kept = [t for t in kept if t.group_id in groups]
+        metrics = {K.DYNAMIC_SAMPLING_ROUNDS: float(rounds), K.DYNAMIC_SAMPLING_GROUPS: float(len(groups))}
+        return sampled, kept, seconds, metrics
 
     def _sample(self, step: int, validation: bool):
         start = time.perf_counter()
@@ -112,14 +154,30 @@ class Ragen(Algorithm):
     def evaluate(self, parallel_train_future=None) -> dict:
         """Validation rollout on fixed seeds at the validation temperature (``result["evaluation"]``)."""
         trajectories, seconds = self._sample(self._step, validation=True)
-        return {ENV_RUNNER_RESULTS: rollout_metrics(trajectories, seconds)}
+        metrics = rollout_metrics(trajectories, seconds)
+        if K.SUCCESS_RATE in metrics:
+            self._stopper.on_validation(metrics[K.SUCCESS_RATE])
+        return {ENV_RUNNER_RESULTS: metrics}
+
+    # ------------------------------------------------------------------ early stops
+    def step(self) -> dict:
+        """One iteration; adds ``early_stopped/<rule>`` and ends training (``done``) when a rule fired."""
+        result = super().step()
+        result.update(self._stopper.metrics())
+        if self._stopper.triggered is not None:
+            result["done"] = True
+        return result
 
     # ------------------------------------------------------------------ checkpoint extras
     def get_state(self, *args, **kwargs):
         state = super().get_state(*args, **kwargs)
         state["ragen_step"] = self._step
+        state["ragen_early_stop"] = self._stopper.get_state()
+        state["ragen_round"] = self._round
         return state
 
     def set_state(self, state) -> None:
         super().set_state(state)
         self._step = int(state.get("ragen_step", self._step))
+        self._stopper.set_state(state.get("ragen_early_stop", {}))
+        self._round = int(state.get("ragen_round", self._step))

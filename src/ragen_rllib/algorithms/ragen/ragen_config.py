@@ -9,13 +9,17 @@ from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 
 from ragen_rllib.algorithms.ragen.hyperparams import (
     ADV_ESTIMATORS,
-    OLD_LOGPROBS_SOURCES,
     AGENT_KEYS,
+    CRITIC_ESTIMATORS,
     ENGINES,
+    GROUP_ESTIMATORS,
     HYPERPARAMS,
+    OLD_LOGPROBS_SOURCES,
     RLLIB_OVERRIDES,
     training_doc,
 )
+from ragen_rllib.rl.filtering import FILTER_METRICS, FILTER_STRATEGIES, KEEP, TOP_P_MODES
+from ragen_rllib.rl.rewards import NORM_SCOPES, REWARD_NORMS
 
 DEFAULT_MODEL = "tiny:small"  # model_config["model"] when none is given (offline tiny model)
 
@@ -44,6 +48,13 @@ class RagenConfig(AlgorithmConfig):
 
         self.env_runner_cls = RagenEnvRunner
 
+    def preset(self, name: str) -> RagenConfig:
+        """Apply an algorithm preset (``ppo``, ``grpo``, ``dr_grpo``, ``dapo``, ``starpo_s``, ``gigpo``; see
+        :mod:`.presets`); later ``training()`` calls override it."""
+        from ragen_rllib.algorithms.ragen.presets import preset_settings
+
+        return self.training(**preset_settings(name))
+
     def training(self, **kwargs: Any) -> RagenConfig:
         # Docstring set below from the hyperparameter table.
         ours = {k: kwargs.pop(k) for k in list(kwargs) if k in HYPERPARAMS}
@@ -66,7 +77,7 @@ class RagenConfig(AlgorithmConfig):
 
     @property
     def uses_critic(self) -> bool:
-        return self.adv_estimator == "gae"
+        return self.adv_estimator in CRITIC_ESTIMATORS
 
     @property
     def train_batch_trajectories(self) -> int:
@@ -102,6 +113,22 @@ class RagenConfig(AlgorithmConfig):
         super().validate()
         self._validate_ragen()
 
+    def _validate_filter(self, bad) -> None:
+        if self.filter_strategy is None:
+            return
+        for key, allowed in (("filter_strategy", FILTER_STRATEGIES), ("filter_keep", KEEP),
+                             ("filter_top_p_mode", TOP_P_MODES), ("filter_metric", FILTER_METRICS)):
+            if getattr(self, key) not in allowed:
+                bad(key, f"use one of {allowed}" + (" or None (off)" if key == "filter_strategy" else ""))
+        v = self.filter_value
+        if self.filter_strategy == "top_k_abs":
+            if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+                bad("filter_value", "top_k_abs keeps a count of groups: use an integer >= 1")
+            elif v > self.env_groups:
+                bad("filter_value", f"top_k_abs={v} exceeds env_groups={self.env_groups}")
+        elif not isinstance(v, (int, float)) or isinstance(v, bool) or not 0 < v <= 1:
+            bad("filter_value", f"{self.filter_strategy} takes a fraction in (0, 1] (RAGEN: top_p 0.9)")
+
     def _validate_ragen(self) -> None:
         def bad(key: str, fix: str) -> None:
             self._value_error(f"RagenConfig: {key}={getattr(self, key)!r} is invalid: {fix}")
@@ -113,11 +140,35 @@ class RagenConfig(AlgorithmConfig):
                 bad(key, "use a positive integer")
         if self.adv_estimator not in ADV_ESTIMATORS:
             bad("adv_estimator", f"use one of {ADV_ESTIMATORS}")
-        if self.adv_estimator in ("grpo", "gigpo") and self.group_size < 2:
-            name = {"grpo": "GRPO", "gigpo": "GiGPO"}[self.adv_estimator]
-            bad("group_size", f"{name} normalises within a group: use group_size >= 2 (RAGEN: 16)")
+        if self.adv_estimator in GROUP_ESTIMATORS and self.group_size < 2:
+            name = {"grpo": "GRPO", "gigpo": "GiGPO"}.get(self.adv_estimator, self.adv_estimator)
+            bad("group_size", f"{name} compares trajectories within a group: use group_size >= 2 (RAGEN: 16)")
+        if self.adv_estimator == "bi_level_gae" and self.use_turn_scores:
+            bad("use_turn_scores", "bi_level_gae puts the trajectory reward on the last turn itself and discounts "
+                "between turns with high_level_gamma: set use_turn_scores=False (or use adv_estimator='gae')")
+        if self.adv_estimator in CRITIC_ESTIMATORS and not self.model_config.get("value_head"):
+            self._value_error(f"RagenConfig: adv_estimator={self.adv_estimator!r} needs a critic but "
+                              "model_config['value_head'] is False: drop that key (it follows the estimator) or "
+                              "use a critic-free estimator such as 'grpo'")
         if self.adv_estimator == "gigpo" and not 0 <= self.gigpo_gamma <= 1:
             bad("gigpo_gamma", "use a discount in [0, 1] (verl-agent: 0.95)")
+        self._validate_filter(bad)
+        if self.reward_norm not in REWARD_NORMS:
+            bad("reward_norm", f"use one of {REWARD_NORMS}")
+        if self.reward_norm_scope not in NORM_SCOPES:
+            bad("reward_norm_scope", f"use one of {NORM_SCOPES}")
+        if not isinstance(self.dynamic_sampling_max_rounds, int) or self.dynamic_sampling_max_rounds < 0:
+            bad("dynamic_sampling_max_rounds", "use an integer >= 0")
+        if self.overlong_buffer_ratio is not None and not 0 < self.overlong_buffer_ratio <= 1:
+            bad("overlong_buffer_ratio", "use None (off) or a fraction of max_response_tokens in (0, 1] (DAPO: 0.2)")
+        for key in ("early_stop_std_patience", "early_stop_empty_patience", "early_stop_val_patience"):
+            value = getattr(self, key)
+            if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
+                bad(key, "use a positive integer, or None to turn the rule off")
+        if not isinstance(self.early_stop_std_baseline_steps, int) or self.early_stop_std_baseline_steps < 1:
+            bad("early_stop_std_baseline_steps", "use a positive integer")
+        if not 0 < self.early_stop_std_ratio <= 1:
+            bad("early_stop_std_ratio", "use a ratio in (0, 1] (RAGEN: 0.1)")
         if self.old_logprobs not in OLD_LOGPROBS_SOURCES:
             bad("old_logprobs", f"use one of {OLD_LOGPROBS_SOURCES}")
         if self.engine not in ENGINES:

@@ -12,7 +12,8 @@ import torch
 
 from ragen_rllib.algorithms.ragen import keys as K
 from ragen_rllib.algorithms.ragen.batch import LAST_INDEX, TURN_ENDS, TURN_REWARDS
-from ragen_rllib.rl.advantages import gae, token_rewards, turn_token_rewards
+from ragen_rllib.algorithms.ragen.hyperparams import CRITIC_ESTIMATORS
+from ragen_rllib.rl.advantages import bilevel_gae, gae, token_rewards, turn_token_rewards
 
 def needs_forward(config, on_policy: bool) -> bool:
     """Whether the learner must run the no-grad pass before its gradient steps.
@@ -23,7 +24,7 @@ def needs_forward(config, on_policy: bool) -> bool:
     ``old_logprobs="engine"`` the old log-probs are the engine's sampling-time ones (no pass for them).
     """
     recompute_old = not on_policy and config.old_logprobs == "learner"
-    return recompute_old or config.adv_estimator == "gae" or config.use_kl_loss
+    return recompute_old or config.adv_estimator in CRITIC_ESTIMATORS or config.use_kl_loss
 
 
 @torch.no_grad()
@@ -61,7 +62,13 @@ def prepare_columns(module, batch: dict[str, torch.Tensor], config, ref_lm=None,
         batch[K.OLD_LOGPROBS] = torch.cat(logps) * mask
     if refs:
         batch[K.REF_LOGPROBS] = torch.cat(refs) * mask
-    if config.adv_estimator == "gae":
+    if config.adv_estimator == "bi_level_gae":
+        vals = torch.cat(values) * mask
+        ends = batch[TURN_ENDS].long()
+        adv, ret = bilevel_gae(last_turn_rewards(batch[K.SCORES].float(), ends), ends, vals, mask,
+                               high_gamma=config.high_level_gamma, gamma=config.gamma, lam=config.lambda_)
+        batch[K.OLD_VALUES], batch[K.ADVANTAGES], batch[K.RETURNS] = vals, adv, ret
+    elif config.adv_estimator == "gae":
         vals = torch.cat(values) * mask
         T = ids.shape[1]
         if config.use_turn_scores:
@@ -71,3 +78,10 @@ def prepare_columns(module, batch: dict[str, torch.Tensor], config, ref_lm=None,
         adv, ret = gae(rewards, vals, mask, gamma=config.gamma, lam=config.lambda_)
         batch[K.OLD_VALUES], batch[K.ADVANTAGES], batch[K.RETURNS] = vals, adv, ret
     return batch
+
+
+def last_turn_rewards(scores: torch.Tensor, turn_ends: torch.Tensor) -> torch.Tensor:
+    """``[B, N]`` turn rewards with each row's score ``[B]`` on its last real turn (``turn_ends`` -1 pads)."""
+    last = ((turn_ends >= 0).sum(dim=1) - 1).clamp(min=0)
+    out = torch.zeros(turn_ends.shape, dtype=scores.dtype, device=scores.device)
+    return out.scatter(1, last.unsqueeze(1), scores.unsqueeze(1))

@@ -145,6 +145,8 @@ class RagenTorchLearner(TorchLearner):
             kl = aggregate(kl_penalty(logp, batch[K.REF_LOGPROBS], config.kl_type), mask, agg)
             loss = loss + config.kl_coeff * kl
             logged[K.KL_LOSS] = kl
+        if K.LOSS_SCALE in batch:  # filter_loss_scale: the step's kept ratio (one value per batch)
+            loss = loss * batch[K.LOSS_SCALE].float().mean()
         weight = self._micro_weight.get(module_id, 1.0)
         for key, value in logged.items():
             self._micro_metrics[(module_id, key)] += (weight * value.detach().float()).item()
