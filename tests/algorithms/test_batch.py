@@ -65,3 +65,23 @@ def test_reinforce_plus_plus_whitens_discounted_returns_over_the_batch():
     # minus the group mean: row 0 -> 0 (alone in group 0), rows 1, 2 -> -.5, +.5; whitened over all tokens
     assert base[K.ADVANTAGES][1, 1] < 0 < base[K.ADVANTAGES][2, 1]
     assert abs(base[K.ADVANTAGES][base[K.LOSS_MASK] > 0].mean()) < 1e-6
+
+
+def test_group_statistics_count_each_episode_once_in_per_turn_modes():
+    """limited_multi_turn / single_turn: one sample per turn, each training only its own turn."""
+    two_turns = traj(0, ["a", "b"], [0.0, 1.0])
+    full = two_turns.samples[0]
+    per_turn = []
+    for k, end in enumerate(full.turn_ends):
+        mask = [1 if end - 1 <= j <= end else 0 for j in range(len(full.input_ids))]
+        per_turn.append(Sample(input_ids=full.input_ids, loss_mask=mask, logprobs=[-0.5 * m for m in mask],
+                               turn_ends=[end], turn_rewards=[full.turn_rewards[k]], turn_numbers=[k]))
+    two_turns.samples = per_turn
+    batch = build_batch([two_turns, traj(0, ["c"], [0.0])], pad_id=0, adv_estimator="dr_grpo")
+    assert batch[K.EPISODE_IDS].tolist() == [0, 0, 1]
+    # episodes score 1 and 0 -> +-0.5 (counting the two-sample episode twice would give mean 2/3)
+    assert [batch[K.ADVANTAGES][r][batch[K.LOSS_MASK][r] > 0][0] for r in range(3)] == [0.5, 0.5, -0.5]
+    gigpo = build_batch([two_turns, traj(0, ["a"], [0.0])], pad_id=0, adv_estimator="gigpo", grpo_norm_by_std=False,
+                        gigpo_gamma=1.0)
+    # episode +-0.5; anchor "a": returns 1 and 0 -> +-0.5; turn "b" alone -> 0
+    assert [gigpo[K.ADVANTAGES][r][gigpo[K.LOSS_MASK][r] > 0][0] for r in range(3)] == [1.0, 0.5, -1.0]

@@ -5,6 +5,7 @@ RagenTorchLearner is built from the config and takes one update on that batch. O
 StarPO-S + GiGPO combination for an iteration (dynamic sampling, reward shaping, filtering, early-stop metrics).
 """
 
+import dataclasses
 import math
 
 import numpy as np
@@ -83,7 +84,7 @@ def test_each_preset_validates_and_builds_its_learner(tiny_config, name):
 def test_dapo_starpo_s_gigpo_iteration_on_ray(ray_session, tiny_config):
     config = tiny_config(group_size=3).preset("dapo").training(
         adv_estimator="gigpo", filter_strategy="top_k", filter_value=0.5, dynamic_sampling_max_rounds=1,
-        overlong_buffer_ratio=0.5, entropy_coeff=0.01)
+        overlong_buffer_ratio=0.5, entropy_coeff=0.01, mi_interval=1, mi_samples=2)
     algo = config.build_algo()
     try:
         result = algo.train()
@@ -92,6 +93,9 @@ def test_dapo_starpo_s_gigpo_iteration_on_ray(ray_session, tiny_config):
     runners = result["env_runners"]
     assert runners[K.DYNAMIC_SAMPLING_ROUNDS] in (0.0, 1.0)
     assert 0 <= runners[K.DYNAMIC_SAMPLING_GROUPS] <= 2
+    # RAGEN-2 diagnostic: 2 groups -> a 2 x 2 cross-scoring; the estimate never exceeds log 2
+    assert math.isfinite(runners[K.REASONING_MI]) and runners[K.REASONING_MI] <= math.log(2) + 1e-9
+    assert runners[K.REASONING_MI_UPPER] == pytest.approx(math.log(2)) and runners[K.REASONING_RETRIEVAL] in (0, .5, 1)
     assert {f"early_stopped/{r}" for r in ("reward_std_collapse", "empty_batches", "validation_floor")} <= set(result)
     assert result["done"] is False
     if runners[K.DYNAMIC_SAMPLING_GROUPS] > 0:  # something to learn from: filtered and trained
@@ -115,3 +119,21 @@ def test_shaping_filtering_and_gigpo_feed_the_learner(tiny_config, sampled):
     assert metrics[K.FILTER_KEPT_GROUPS] == 1 and len({t.group_id for t in kept}) == 1
     batch, _, moved = one_update(config, kept)
     assert np.abs(batch[K.ADVANTAGES]).max() > 0 and moved
+
+
+def test_first_turn_splits_prompt_and_reasoning(sampled):
+    from transformers import AutoTokenizer
+
+    from ragen_rllib.algorithms.ragen.diagnostics import first_turn
+    from ragen_rllib.models.tiny import resolve_model
+
+    tok = AutoTokenizer.from_pretrained(resolve_model("tiny:nano"))
+    t = sampled[0]
+    prompt, reasoning = first_turn(t, tok.decode)
+    sample = t.samples[0]
+    assert sample.input_ids[:len(prompt)] == prompt and sample.loss_mask[len(prompt)] == 1
+    assert reasoning == t.response_ids[0][:len(reasoning)] and len(reasoning) >= 1
+    think = tok.encode("<think> go right </think> <answer> Right </answer>")
+    t = dataclasses.replace(t, response_ids=[think] + t.response_ids[1:])  # a copy: the fixture stays as it is
+    assert "</think>" in tok.decode(first_turn(t, tok.decode)[1]) and "answer" not in tok.decode(
+        first_turn(t, tok.decode)[1])

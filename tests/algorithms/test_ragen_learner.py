@@ -87,3 +87,29 @@ def test_bi_level_gae_runs_on_the_learner_with_the_critic():
     # unwhitened returns by hand: row 0 turn 1 gets 1, turn 0 gets 0.5 * 1; row 2's single turn gets 2
     assert ret[0, 3].item() == pytest.approx(0.5) and ret[0, 5].item() == pytest.approx(1.0)
     assert ret[2, 3].item() == pytest.approx(2.0)
+
+
+def test_kl_reference_with_lora_is_the_base_model_with_the_adapter_off():
+    from transformers import AutoModelForCausalLM
+
+    from ragen_rllib.models.logprobs import gather_token_logprobs
+    from ragen_rllib.models.tiny import tiny_model_path
+
+    space = text_space()
+    lora = RLModuleSpec(module_class=RagenTorchRLModule, observation_space=space, action_space=space,
+                        model_config={"model": "tiny:nano", "lora": {"r": 4, "lora_alpha": 8,
+                                                                     "target_modules": ["q_proj", "v_proj"]}}).build()
+    with torch.no_grad():
+        for name, p in lora.lm.named_parameters():
+            if "lora_B" in name:
+                p.add_(0.5)  # the adapter now changes the outputs
+    cols = batch()
+    cfg = SimpleNamespace(old_logprobs="learner", adv_estimator="grpo", use_kl_loss=True, micro_batch_size=2)
+    prepared = prepare_columns(lora, dict(cols), cfg, on_policy=True)
+    base = AutoModelForCausalLM.from_pretrained(tiny_model_path("nano"))
+    with torch.no_grad():
+        expected = gather_token_logprobs(base(input_ids=cols[K.INPUT_IDS]).logits, cols[K.INPUT_IDS])
+        adapted = lora._forward_train({K.INPUT_IDS: cols[K.INPUT_IDS]}, entropy=False)[K.LOGPROBS]
+    mask = cols[K.LOSS_MASK]
+    torch.testing.assert_close(prepared[K.REF_LOGPROBS], expected * mask, atol=1e-5, rtol=1e-5)
+    assert (adapted * mask - expected * mask).abs().max() > 1e-3  # the policy itself differs from the reference

@@ -34,9 +34,10 @@ def build_batch(trajectories: Sequence[Trajectory], pad_id: int, *, adv_estimato
                 gamma: float = 1.0) -> dict[str, np.ndarray]:
     """One row per training sample (``full`` mode: one per trajectory), right-padded to the longest.
 
-    Every sample carries its trajectory's score and group id; the group and batch estimators
+    Every sample carries its trajectory's score, group id and episode id; the group and batch estimators
     (:data:`DRIVER_ESTIMATORS`) are computed here, over whole groups and the whole batch, so sharding the
-    batch over learners never splits a group's statistics (or REINFORCE++'s batch whitening).
+    batch over learners never splits a group's statistics (or REINFORCE++'s batch whitening). Group
+    statistics count each episode once, however many samples its context mode made of it.
     """
     rows = [(t, s) for t in trajectories if t.error is None for s in t.samples if any(s.loss_mask)]
     if not rows:
@@ -54,7 +55,9 @@ def build_batch(trajectories: Sequence[Trajectory], pad_id: int, *, adv_estimato
         LAST_INDEX: np.zeros(n, dtype=np.int64),
         K.SCORES: np.zeros(n, dtype=np.float32),
         K.GROUP_IDS: np.zeros(n, dtype=np.int64),
+        K.EPISODE_IDS: np.zeros(n, dtype=np.int64),
     }
+    episodes: dict[int, int] = {}
     for i, (traj, s) in enumerate(rows):
         length = len(s.input_ids)
         cols[K.INPUT_IDS][i, :length] = s.input_ids
@@ -66,6 +69,7 @@ def build_batch(trajectories: Sequence[Trajectory], pad_id: int, *, adv_estimato
         cols[LAST_INDEX][i] = max(j for j, m in enumerate(s.loss_mask) if m)
         cols[K.SCORES][i] = traj.score
         cols[K.GROUP_IDS][i] = traj.group_id
+        cols[K.EPISODE_IDS][i] = episodes.setdefault(id(traj), len(episodes))
     if adv_estimator in DRIVER_ESTIMATORS:
         cols[K.ADVANTAGES] = _driver_advantages(rows, cols, turns, adv_estimator, norm_by_std=grpo_norm_by_std,
                                                 gigpo_gamma=gigpo_gamma, gigpo_step_weight=gigpo_step_weight,
@@ -76,18 +80,25 @@ def build_batch(trajectories: Sequence[Trajectory], pad_id: int, *, adv_estimato
 def _driver_advantages(rows, cols, turns: int, estimator: str, *, norm_by_std: bool, gigpo_gamma: float,
                        gigpo_step_weight: float, gamma: float) -> torch.Tensor:
     """``[B, T]`` token advantages of a driver estimator, 0 off the loss mask."""
-    scores, groups = torch.as_tensor(cols[K.SCORES]).double(), torch.as_tensor(cols[K.GROUP_IDS])
     mask = torch.as_tensor(cols[K.LOSS_MASK])
+    # one entry per episode (rows of one episode share its score and group)
+    episode = torch.as_tensor(cols[K.EPISODE_IDS])
+    first = torch.full((int(episode.max()) + 1,), -1, dtype=torch.long).scatter_reduce(
+        0, episode, torch.arange(len(episode)), "amin", include_self=False)
+    scores = torch.as_tensor(cols[K.SCORES]).double()[first]
+    groups = torch.as_tensor(cols[K.GROUP_IDS])[first]
     if estimator in ("grpo", "dr_grpo"):
-        return broadcast_to_tokens(grpo(scores, groups, norm_by_std=norm_by_std and estimator == "grpo"), mask)
+        per_episode = grpo(scores, groups, norm_by_std=norm_by_std and estimator == "grpo")
+        return broadcast_to_tokens(per_episode[episode], mask)
     if estimator == "rloo":
-        return broadcast_to_tokens(rloo(scores, groups), mask)
+        return broadcast_to_tokens(rloo(scores, groups)[episode], mask)
     if estimator == "reinforce_plus_plus":
-        rewards = token_rewards(scores, torch.as_tensor(cols[LAST_INDEX]), mask.shape[1])
+        rewards = token_rewards(torch.as_tensor(cols[K.SCORES]).double(), torch.as_tensor(cols[LAST_INDEX]),
+                                mask.shape[1])
         return reinforce_pp(rewards, mask, gamma=gamma)
     if estimator == "reinforce_plus_plus_baseline":  # scores minus the group mean, whitened over the batch
         _, inv, _, mean, _ = group_stats(scores, groups)
-        return masked_whiten(broadcast_to_tokens(scores - mean[inv], mask), mask)
+        return masked_whiten(broadcast_to_tokens((scores - mean[inv])[episode], mask), mask)
     turn_adv = _gigpo_turn_advantages(rows, turns, gamma=gigpo_gamma, step_weight=gigpo_step_weight,
                                       norm_by_std=norm_by_std)
     return steps_to_tokens(turn_adv, torch.as_tensor(cols[TURN_ENDS]), mask)

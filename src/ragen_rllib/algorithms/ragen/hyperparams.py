@@ -52,6 +52,10 @@ HYPERPARAMS: dict[str, tuple[object, str]] = {
     # ---- reward normalisation (trajectory scores, before the advantages)
     "reward_norm": ("identity", f"score normalisation: one of {REWARD_NORMS}"),
     "reward_norm_scope": ("group", f"normalise per: one of {NORM_SCOPES}"),
+    # ---- diagnostics
+    "mi_interval": (None, "RAGEN-2 reasoning-collapse estimate (prompt/reasoning mutual information) every N "
+                    "steps (None: off)"),
+    "mi_samples": (8, "trajectories (one per group) the mutual-information estimate scores pairwise"),
     # ---- early stops (RAGEN's rules; patience None turns a rule off)
     "early_stop_std_ratio": (0.1, "reward-std collapse: mean in-group reward std below this x the early baseline"),
     "early_stop_std_patience": (10, "... for this many consecutive steps stops training (None: off)"),

@@ -13,6 +13,7 @@ RETURNS = "returns"  # value targets
 OLD_VALUES = "old_values"  # critic values before the update
 SCORES = "scores"  # [B] trajectory reward
 GROUP_IDS = "group_ids"  # [B] env group of each sample (same seed within a group)
+EPISODE_IDS = "episode_ids"  # [B] episode of each sample (several in limited_multi_turn / single_turn modes)
 
 # ---- forward outputs
 LOGPROBS = "logprobs"  # [B, T] log p(token_t | tokens_<t); 0 at t = 0
@@ -49,3 +50,8 @@ LOSS_SCALE = "loss_scale"  # [B] factor on the loss (filter_loss_scale: the kept
 OVERLONG_TURN_RATE = "overlong_turn_rate"  # share of turns the DAPO overlong penalty hit
 DYNAMIC_SAMPLING_ROUNDS = "dynamic_sampling_rounds"  # extra sampling rounds this step (DAPO)
 DYNAMIC_SAMPLING_GROUPS = "dynamic_sampling_groups"  # groups with reward variance after dynamic sampling
+REASONING_MI = "reasoning_mi"  # RAGEN-2 mutual information prompt/reasoning (nats), every mi_interval steps
+REASONING_MI_UPPER = "reasoning_mi_upper_bound"  # log K of that estimate
+REASONING_RETRIEVAL = "reasoning_retrieval_acc"  # share of reasonings whose own prompt scores best
+EFFECTIVE_ACTION_RATE = "effective_action_rate"  # actions that changed the env state / actions
+IN_GROUP_REWARD_MEAN = "in_group_reward_mean"

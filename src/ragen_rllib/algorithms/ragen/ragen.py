@@ -52,7 +52,7 @@ class Ragen(Algorithm):
 
         from ragen_rllib.models.tiny import resolve_model
 
-        tok = AutoTokenizer.from_pretrained(resolve_model(self.config.model_name))
+        tok = self._tokenizer = AutoTokenizer.from_pretrained(resolve_model(self.config.model_name))
         return tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
 
     # ------------------------------------------------------------------ one iteration
@@ -61,6 +61,8 @@ class Ragen(Algorithm):
         sampled, trajectories, seconds, extra = self._collect()
         rollout = rollout_metrics(sampled, seconds)
         self.metrics.log_dict({**rollout, **extra}, key=ENV_RUNNER_RESULTS, window=1)
+        if cfg.mi_interval and self._step % cfg.mi_interval == 0:
+            self.metrics.log_dict(self._reasoning_mi(sampled), key=ENV_RUNNER_RESULTS, window=1)
         shaped, shaping = shape_rewards(trajectories, cfg)
         kept, filter_metrics = filter_trajectories(shaped, cfg)
         self._stopper.on_step(rollout.get(K.IN_GROUP_REWARD_STD_MEAN),
@@ -97,6 +99,16 @@ class Ragen(Algorithm):
                   "weight_sync": time.perf_counter() - start - seconds - learn_seconds}
         for phase, value in phases.items():
             self.metrics.log_value((TIMERS, f"ragen_{phase}_s"), value, window=1)
+
+    def _reasoning_mi(self, trajectories) -> dict[str, float]:
+        """RAGEN-2's mutual-information estimate, scored by the first env runner's engine."""
+        from ragen_rllib.algorithms.ragen.diagnostics import reasoning_mi_metrics
+
+        def score(prompts, conts):
+            return self.env_runner_group.foreach_env_runner(lambda r: r.engine.score(prompts, conts),
+                                                            remote_worker_ids=[1], local_env_runner=False)[0]
+
+        return reasoning_mi_metrics(trajectories, self.config.mi_samples, self._tokenizer.decode, score)
 
     def _collect(self):
         """One sampling round (seeds of round ``self._round``); with ``dynamic_sampling`` (DAPO) groups whose

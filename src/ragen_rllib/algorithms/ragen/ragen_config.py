@@ -153,6 +153,10 @@ class RagenConfig(AlgorithmConfig):
         if self.adv_estimator == "gigpo" and not 0 <= self.gigpo_gamma <= 1:
             bad("gigpo_gamma", "use a discount in [0, 1] (verl-agent: 0.95)")
         self._validate_filter(bad)
+        if self.mi_interval is not None and (not isinstance(self.mi_interval, int) or self.mi_interval < 1):
+            bad("mi_interval", "use None (off) or a positive integer")
+        if not isinstance(self.mi_samples, int) or self.mi_samples < 2:
+            bad("mi_samples", "the estimate compares prompts: use an integer >= 2")
         if self.reward_norm not in REWARD_NORMS:
             bad("reward_norm", f"use one of {REWARD_NORMS}")
         if self.reward_norm_scope not in NORM_SCOPES:

@@ -51,11 +51,8 @@ def prepare_columns(module, batch: dict[str, torch.Tensor], config, ref_lm=None,
         logps.append(out[K.LOGPROBS].float())
         if K.VALUES in out:
             values.append(out[K.VALUES].float())
-        if ref_lm is not None:
-            from ragen_rllib.models.logprobs import gather_token_logprobs
-
-            logits = ref_lm(input_ids=chunk[K.INPUT_IDS]).logits
-            refs.append(gather_token_logprobs(logits, chunk[K.INPUT_IDS], module.temperature))
+        if config.use_kl_loss:
+            refs.append(_reference_logprobs(module, ref_lm, chunk[K.INPUT_IDS]))
     if was_training:
         module.train()
     if not on_policy and config.old_logprobs == "learner":
@@ -78,6 +75,21 @@ def prepare_columns(module, batch: dict[str, torch.Tensor], config, ref_lm=None,
         adv, ret = gae(rewards, vals, mask, gamma=config.gamma, lam=config.lambda_)
         batch[K.OLD_VALUES], batch[K.ADVANTAGES], batch[K.RETURNS] = vals, adv, ret
     return batch
+
+
+def _reference_logprobs(module, ref_lm, ids: torch.Tensor) -> torch.Tensor:
+    """Token log-probs of the reference policy: the frozen copy ``ref_lm``, or with LoRA the base model
+    (the module's LM with its adapter disabled)."""
+    from ragen_rllib.models.logprobs import gather_token_logprobs
+
+    if ref_lm is not None:
+        logits = ref_lm(input_ids=ids).logits
+    elif getattr(module, "lora", None):
+        with module.lm.disable_adapter():
+            logits = module.lm(input_ids=ids).logits
+    else:
+        raise ValueError("use_kl_loss needs a reference policy: a frozen copy (no LoRA) or a LoRA adapter to disable")
+    return gather_token_logprobs(logits, ids, module.temperature).float()
 
 
 def last_turn_rewards(scores: torch.Tensor, turn_ends: torch.Tensor) -> torch.Tensor:

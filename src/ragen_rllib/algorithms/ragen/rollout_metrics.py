@@ -44,8 +44,10 @@ def _summary(trajs: Sequence[Trajectory]) -> dict[str, float]:
         K.SUCCESS_RATE: mean(E.M_SUCCESS),
         K.EPISODE_RETURN_MEAN: float(np.mean([t.score for t in trajs])),
         K.ACTION_VALID_RATE: mean(E.M_VALID),
+        K.EFFECTIVE_ACTION_RATE: mean(E.M_EFFECTIVE),
         K.TURNS_MEAN: mean(E.M_NUM_TURNS),
         K.RESPONSE_TOKENS_MEAN: mean(E.M_RESPONSE_LENGTH),
         K.PASS_AT_K: float(np.mean([any(t.metrics.get(E.M_SUCCESS, 0.0) > 0 for t in g) for g in groups.values()])),
         K.IN_GROUP_REWARD_STD_MEAN: float(np.mean([np.std([t.score for t in g]) for g in groups.values()])),
+        K.IN_GROUP_REWARD_MEAN: float(np.mean([np.mean([t.score for t in g]) for g in groups.values()])),
     }
