@@ -53,6 +53,7 @@ def test_unknown_training_key_is_named():
     (lambda c: c.training(max_response_tokens=5000), "max_response_tokens=5000.*max_model_len"),
     (lambda c: c.training(dual_clip=0.5), "dual_clip=0.5"),
     (lambda c: c.training(old_logprobs="vllm"), "old_logprobs='vllm'.*learner"),
+    (lambda c: c.training(adv_estimator="grpo", use_kl_in_reward=True), "use_kl_in_reward=True.*use_kl_loss"),
     (lambda c: c.training(filter_strategy="top_q"), "filter_strategy='top_q'.*top_p"),
     (lambda c: c.training(early_stop_val_patience=0), "early_stop_val_patience=0.*None"),
     (lambda c: c.training(filter_strategy="top_p", filter_value=1.5), "filter_value=1.5.*fraction"),

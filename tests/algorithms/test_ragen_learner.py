@@ -113,3 +113,41 @@ def test_kl_reference_with_lora_is_the_base_model_with_the_adapter_off():
     mask = cols[K.LOSS_MASK]
     torch.testing.assert_close(prepared[K.REF_LOGPROBS], expected * mask, atol=1e-5, rtol=1e-5)
     assert (adapted * mask - expected * mask).abs().max() > 1e-3  # the policy itself differs from the reference
+
+
+def test_kl_in_the_reward_enters_gae():
+    import copy
+
+    from ragen_rllib.algorithms.ragen.batch import LAST_INDEX
+    from ragen_rllib.rl.advantages import gae, token_rewards
+    from ragen_rllib.rl.losses import kl_penalty
+
+    space = text_space()
+    critic = RLModuleSpec(module_class=RagenTorchRLModule, observation_space=space, action_space=space,
+                          model_config={"model": "tiny:nano", "value_head": True}).build()
+    ref = copy.deepcopy(critic.lm)
+    with torch.no_grad():
+        for p in ref.parameters():
+            p.add_(0.01 * torch.randn_like(p))
+    cols = batch()
+    cols[K.SCORES], cols[LAST_INDEX] = torch.tensor([1.0, 0.0, 2.0]), torch.tensor([5, 5, 5])
+    cfg = SimpleNamespace(old_logprobs="learner", adv_estimator="gae", use_kl_loss=False, use_kl_in_reward=True,
+                          kl_coeff=0.5, kl_type="k1", micro_batch_size=2, use_turn_scores=False, gamma=1.0,
+                          lambda_=1.0)
+    prepared = prepare_columns(critic, dict(cols), cfg, ref_lm=ref, on_policy=True)
+    mask = cols[K.LOSS_MASK]
+    with torch.no_grad():
+        logp = critic._forward_train({K.INPUT_IDS: cols[K.INPUT_IDS]}, entropy=False)[K.LOGPROBS]
+        ref_logp = gather_logprobs(ref, cols[K.INPUT_IDS])
+    kl = kl_penalty(logp, ref_logp, "k1") * mask
+    torch.testing.assert_close(prepared[K.KL_REWARD], kl, atol=1e-5, rtol=1e-4)
+    assert kl.abs().max() > 1e-4
+    rewards = token_rewards(cols[K.SCORES], cols[LAST_INDEX], 7) - 0.5 * kl
+    adv, _ = gae(rewards, torch.zeros(3, 7), mask, gamma=1.0, lam=1.0)
+    torch.testing.assert_close(prepared[K.ADVANTAGES], adv, atol=1e-5, rtol=1e-4)
+
+
+def gather_logprobs(lm, ids):
+    from ragen_rllib.models.logprobs import gather_token_logprobs
+
+    return gather_token_logprobs(lm(input_ids=ids).logits, ids)

@@ -78,7 +78,8 @@ HYPERPARAMS: dict[str, tuple[object, str]] = {
     "dual_clip": (3.0, "dual-clip constant c for negative advantages (None: off)"),
     "entropy_coeff": (0.001, "entropy bonus coefficient"),
     "use_kl_loss": (False, "add a KL loss to the reference policy"),
-    "kl_coeff": (0.001, "KL loss coefficient"),
+    "use_kl_in_reward": (False, "subtract kl_coeff x per-token KL to the reference from the token rewards (gae)"),
+    "kl_coeff": (0.001, "KL coefficient (as a loss, or in the reward)"),
     "kl_type": ("k3", "KL estimator: k1 | k2 | k3 | abs"),
     "loss_agg_mode": ("token-mean", "loss aggregation: token-mean | seq-mean-token-mean | seq-mean-token-sum"),
     "micro_batch_size": (8, "trajectories per forward/backward pass; gradients accumulate over a minibatch "

@@ -143,6 +143,9 @@ class RagenConfig(AlgorithmConfig):
         if self.adv_estimator in GROUP_ESTIMATORS and self.group_size < 2:
             name = {"grpo": "GRPO", "gigpo": "GiGPO"}.get(self.adv_estimator, self.adv_estimator)
             bad("group_size", f"{name} compares trajectories within a group: use group_size >= 2 (RAGEN: 16)")
+        if self.use_kl_in_reward and self.adv_estimator != "gae":
+            bad("use_kl_in_reward", f"a KL penalty in the reward needs token-level rewards (adv_estimator='gae'), "
+                f"not adv_estimator={self.adv_estimator!r}: use use_kl_loss=True instead")
         if self.adv_estimator == "bi_level_gae" and self.use_turn_scores:
             bad("use_turn_scores", "bi_level_gae puts the trajectory reward on the last turn itself and discounts "
                 "between turns with high_level_gamma: set use_turn_scores=False (or use adv_estimator='gae')")

@@ -14,6 +14,7 @@ from ragen_rllib.algorithms.ragen import keys as K
 from ragen_rllib.algorithms.ragen.batch import LAST_INDEX, TURN_ENDS, TURN_REWARDS
 from ragen_rllib.algorithms.ragen.hyperparams import CRITIC_ESTIMATORS
 from ragen_rllib.rl.advantages import bilevel_gae, gae, token_rewards, turn_token_rewards
+from ragen_rllib.rl.losses import kl_penalty
 
 def needs_forward(config, on_policy: bool) -> bool:
     """Whether the learner must run the no-grad pass before its gradient steps.
@@ -24,7 +25,12 @@ def needs_forward(config, on_policy: bool) -> bool:
     ``old_logprobs="engine"`` the old log-probs are the engine's sampling-time ones (no pass for them).
     """
     recompute_old = not on_policy and config.old_logprobs == "learner"
-    return recompute_old or config.adv_estimator in CRITIC_ESTIMATORS or config.use_kl_loss
+    return recompute_old or config.adv_estimator in CRITIC_ESTIMATORS or uses_reference(config)
+
+
+def uses_reference(config) -> bool:
+    """Whether the reference policy's log-probs are needed (KL as a loss or in the reward)."""
+    return bool(config.use_kl_loss or getattr(config, "use_kl_in_reward", False))
 
 
 @torch.no_grad()
@@ -51,7 +57,7 @@ def prepare_columns(module, batch: dict[str, torch.Tensor], config, ref_lm=None,
         logps.append(out[K.LOGPROBS].float())
         if K.VALUES in out:
             values.append(out[K.VALUES].float())
-        if config.use_kl_loss:
+        if uses_reference(config):
             refs.append(_reference_logprobs(module, ref_lm, chunk[K.INPUT_IDS]))
     if was_training:
         module.train()
@@ -72,6 +78,10 @@ def prepare_columns(module, batch: dict[str, torch.Tensor], config, ref_lm=None,
             rewards = turn_token_rewards(batch[TURN_REWARDS].float(), batch[TURN_ENDS].long(), T)
         else:
             rewards = token_rewards(batch[K.SCORES].float(), batch[LAST_INDEX].long(), T)
+        if config.use_kl_in_reward:  # r_t -= kl_coeff * KL_t(policy before the update || reference)
+            kl = kl_penalty(torch.cat(logps), batch[K.REF_LOGPROBS], config.kl_type)
+            rewards = rewards - config.kl_coeff * kl * mask
+            batch[K.KL_REWARD] = kl * mask
         adv, ret = gae(rewards, vals, mask, gamma=config.gamma, lam=config.lambda_)
         batch[K.OLD_VALUES], batch[K.ADVANTAGES], batch[K.RETURNS] = vals, adv, ret
     return batch

@@ -14,7 +14,7 @@ from ray.rllib.core.learner.training_data import TrainingData
 from ray.rllib.policy.sample_batch import MultiAgentBatch, SampleBatch
 
 from ragen_rllib.algorithms.ragen import keys as K
-from ragen_rllib.algorithms.ragen.ragen_learner import prepare_columns
+from ragen_rllib.algorithms.ragen.ragen_learner import prepare_columns, uses_reference
 from ragen_rllib.rl.losses import aggregate, kl_penalty, micro_batch_weights, policy_loss, value_loss
 
 ACTOR, CRITIC = "actor", "critic"  # optimizer names
@@ -32,7 +32,7 @@ class RagenTorchLearner(TorchLearner):
         self._ref_lms: dict[str, torch.nn.Module] = {}
         for module_id, module in self.module._rl_modules.items():
             module.unwrapped().entropy_requires_grad = self.config.get_config_for_module(module_id).entropy_coeff != 0
-            if self.config.get_config_for_module(module_id).use_kl_loss and not module.unwrapped().lora:
+            if uses_reference(self.config.get_config_for_module(module_id)) and not module.unwrapped().lora:
                 ref = copy.deepcopy(module.unwrapped().lm).eval()
                 for p in ref.parameters():
                     p.requires_grad_(False)
