@@ -19,7 +19,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = Path(__file__).parent / "results"
-ENV_CONFIGS = {"FrozenLake": {"size": 4, "is_slippery": False}, "Sokoban": {}}
+ENV_CONFIGS = {"FrozenLake": {"size": 4, "is_slippery": False},
+               "Sokoban": {"dim_room": (6, 6), "num_boxes": 1}}  # RAGEN's SimpleSokoban training tag
 PRESET_OF = {"ppo": "ppo", "grpo": "grpo", "gigpo": "gigpo"}
 
 
@@ -31,7 +32,8 @@ def warm_model(envs: list[str]) -> Path:
     if not (path / REPORT_FILE).exists():
         print(f"[learning] warm-starting the small model on {envs} into {path} (once)", flush=True)
         build_model("small", path, seed=0)
-        print(warm_start(path, WarmStartConfig(envs=tuple(envs))).summary(), flush=True)
+        cfg = WarmStartConfig(envs=tuple(envs), env_configs={e: ENV_CONFIGS.get(e, {}) for e in envs})
+        print(warm_start(path, cfg).summary(), flush=True)
     return path
 
 
@@ -45,8 +47,8 @@ def run(model: Path, env: str, algo: str, args) -> dict:
               .learners(num_learners=0)
               .rl_module(model_config={"model": str(model), "autocast": "bfloat16"})
               .preset(PRESET_OF[algo])
-              .training(env_groups=args.env_groups, group_size=args.group_size, lr=args.lr, critic_lr=args.lr,
-                        minibatch_size=args.env_groups * args.group_size // 2, entropy_coeff=0.0,
+              .training(env_groups=args.env_groups, group_size=args.group_size, lr=args.lr, critic_lr=args.critic_lr,
+                        minibatch_size=args.env_groups * args.group_size // 2, entropy_coeff=0.0, old_logprobs="engine",
                         max_response_tokens=args.max_response_tokens, val_env_groups=args.val_groups)
               .debugging(seed=0))
     algo_ = config.build_algo()
@@ -90,8 +92,10 @@ def main() -> None:
     p.add_argument("--iterations", type=int, default=6)
     p.add_argument("--env-groups", type=int, default=8)
     p.add_argument("--group-size", type=int, default=4)
-    p.add_argument("--lr", type=float, default=1e-4)
-    p.add_argument("--max-response-tokens", type=int, default=128)
+    p.add_argument("--lr", type=float, default=2e-4)
+    p.add_argument("--critic-lr", type=float, default=1e-3, help="value head (zero-initialised) of ppo")
+    p.add_argument("--max-response-tokens", type=int, default=400,
+                   help="per turn (RAGEN: 400); the tiny models read it in the prompt, keep the warm start's value")
     p.add_argument("--val-groups", type=int, default=64)
     args = p.parse_args()
 

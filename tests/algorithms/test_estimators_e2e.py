@@ -137,3 +137,31 @@ def test_first_turn_splits_prompt_and_reasoning(sampled):
     t = dataclasses.replace(t, response_ids=[think] + t.response_ids[1:])  # a copy: the fixture stays as it is
     assert "</think>" in tok.decode(first_turn(t, tok.decode)[1]) and "answer" not in tok.decode(
         first_turn(t, tok.decode)[1])
+
+
+@pytest.mark.parametrize("mode", ["limited_multi_turn", "single_turn"])
+def test_per_turn_context_modes_train_each_turn_once_per_episode(tiny_config, mode):
+    from ragen_rllib.env.ragen_env_runner import RagenEnvRunner
+
+    config = tiny_config(group_size=2, max_turns=3, context_mode=mode, context_window=1, adv_estimator="grpo")
+    runner = RagenEnvRunner(config=config)
+    try:
+        trajectories = runner.sample(step=0)
+    finally:
+        runner.stop()
+    for t in trajectories:
+        trained = [n for s in t.samples for n in s.turn_numbers]
+        assert trained == list(range(len(t.response_ids)))  # every turn trained, once, in order
+        assert all(len(s.turn_numbers) == 1 for s in t.samples)  # one trained (last assistant) turn per sample
+    for i, t in enumerate(trajectories):
+        t.score = float(i % 2)  # vary the rewards so GRPO has something to normalise
+    batch = build_batch(trajectories, pad_id=0, adv_estimator="dr_grpo")
+    episodes = batch[K.EPISODE_IDS]
+    assert sorted(set(episodes.tolist())) == list(range(len(trajectories)))
+    assert len(episodes) == sum(len(t.samples) for t in trajectories)
+    # each episode's advantage is its score minus its group's mean over episodes (not over samples)
+    for e, t in enumerate(trajectories):
+        mates = [u.score for u in trajectories if u.group_id == t.group_id]
+        rows = np.flatnonzero(episodes == e)
+        got = {float(batch[K.ADVANTAGES][r][batch[K.LOSS_MASK][r] > 0][0]) for r in rows}
+        assert len(got) == 1 and got.pop() == pytest.approx(t.score - sum(mates) / len(mates))

@@ -28,6 +28,7 @@ class WarmStartConfig:
 
     Attributes:
         envs: env ids or short names (``FrozenLake``) to demonstrate.
+        env_configs: env_config per env id or short name (default: each env's defaults).
         episodes_per_env: demonstration episodes per env (None: the default below).
         epochs: SFT epochs over the demonstrations (None: the default below).
         seed: seed of demonstrations, shuffling and the evaluation sampling.
@@ -41,6 +42,7 @@ class WarmStartConfig:
     """
 
     envs: tuple[str, ...] = ("FrozenLake",)
+    env_configs: dict[str, dict] = field(default_factory=dict)
     episodes_per_env: int | None = None
     epochs: int | None = None
     seed: int = 0
@@ -108,8 +110,9 @@ def warm_start(model_dir: str | Path, cfg: WarmStartConfig, evaluate: bool = Tru
     model_dir = Path(model_dir)
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
     chat = ChatFormat(tokenizer, prefill=generation_prefill(cfg.agent))
+    env_configs = {resolve_env_id(name): dict(conf) for name, conf in cfg.env_configs.items()}
     episodes = list(demonstrations(env_ids, chat, cfg.agent, DemoPolicy(noise=cfg.noise), cfg.episodes_per_env,
-                                   cfg.seed))
+                                   cfg.seed, env_configs=env_configs))
     samples = [{"input_ids": s.input_ids, "loss_mask": s.loss_mask} for ep in episodes for s in ep.samples()]
     model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
     start = time.perf_counter()

@@ -8,6 +8,7 @@ import numpy as np
 import torch
 
 from ragen_rllib.algorithms.ragen import keys as K
+from ragen_rllib.algorithms.ragen.hyperparams import ADV_ESTIMATORS, CRITIC_ESTIMATORS
 from ragen_rllib.env.trajectory import Trajectory
 from ragen_rllib.rl.advantages import (
     broadcast_to_tokens,
@@ -22,7 +23,7 @@ from ragen_rllib.rl.advantages import (
 )
 
 #: estimators computed here on the driver over the whole batch (the critic ones run on the learner)
-DRIVER_ESTIMATORS = ("grpo", "dr_grpo", "rloo", "reinforce_plus_plus", "reinforce_plus_plus_baseline", "gigpo")
+DRIVER_ESTIMATORS = tuple(e for e in ADV_ESTIMATORS if e not in CRITIC_ESTIMATORS)
 
 TURN_ENDS = "turn_ends"  # [B, N] index of each trained turn's last token (-1: padding)
 TURN_REWARDS = "turn_rewards"  # [B, N]
