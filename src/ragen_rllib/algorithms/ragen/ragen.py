@@ -45,15 +45,16 @@ class Ragen(Algorithm):
         self._weights_seq_no = 0
         self._stopper = EarlyStopper.from_config(self.config)
         self._round = 0  # sampling rounds so far: the seed schedule's step (= self._step without dynamic sampling)
-        self._pad_id = self._tokenizer_pad_id()
+        self._tokenizer = self._load_tokenizer()
+        tok = self._tokenizer
+        self._pad_id = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
 
-    def _tokenizer_pad_id(self) -> int:
+    def _load_tokenizer(self):
         from transformers import AutoTokenizer
 
         from ragen_rllib.models.tiny import resolve_model
 
-        tok = self._tokenizer = AutoTokenizer.from_pretrained(resolve_model(self.config.model_name))
-        return tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
+        return AutoTokenizer.from_pretrained(resolve_model(self.config.model_name))
 
     # ------------------------------------------------------------------ one iteration
     def training_step(self) -> None:
