@@ -84,8 +84,7 @@ def _driver_advantages(rows, cols, turns: int, estimator: str, *, norm_by_std: b
     mask = torch.as_tensor(cols[K.LOSS_MASK])
     # one entry per episode (rows of one episode share its score and group)
     episode = torch.as_tensor(cols[K.EPISODE_IDS])
-    first = torch.full((int(episode.max()) + 1,), -1, dtype=torch.long).scatter_reduce(
-        0, episode, torch.arange(len(episode)), "amin", include_self=False)
+    first = torch.as_tensor(np.unique(cols[K.EPISODE_IDS], return_index=True)[1])  # each episode's first row
     scores = torch.as_tensor(cols[K.SCORES]).double()[first]
     groups = torch.as_tensor(cols[K.GROUP_IDS])[first]
     if estimator in ("grpo", "dr_grpo"):

@@ -65,24 +65,23 @@ def prepare_columns(module, batch: dict[str, torch.Tensor], config, ref_lm=None,
         batch[K.OLD_LOGPROBS] = torch.cat(logps) * mask
     if refs:
         batch[K.REF_LOGPROBS] = torch.cat(refs) * mask
-    if config.adv_estimator == "bi_level_gae":
+    if config.adv_estimator in CRITIC_ESTIMATORS:
         vals = torch.cat(values) * mask
-        ends = batch[TURN_ENDS].long()
-        adv, ret = bilevel_gae(last_turn_rewards(batch[K.SCORES].float(), ends), ends, vals, mask,
-                               high_gamma=config.high_level_gamma, gamma=config.gamma, lam=config.lambda_)
-        batch[K.OLD_VALUES], batch[K.ADVANTAGES], batch[K.RETURNS] = vals, adv, ret
-    elif config.adv_estimator == "gae":
-        vals = torch.cat(values) * mask
-        T = ids.shape[1]
-        if config.use_turn_scores:
-            rewards = turn_token_rewards(batch[TURN_REWARDS].float(), batch[TURN_ENDS].long(), T)
+        if config.adv_estimator == "bi_level_gae":
+            ends = batch[TURN_ENDS].long()
+            adv, ret = bilevel_gae(last_turn_rewards(batch[K.SCORES].float(), ends), ends, vals, mask,
+                                   high_gamma=config.high_level_gamma, gamma=config.gamma, lam=config.lambda_)
         else:
-            rewards = token_rewards(batch[K.SCORES].float(), batch[LAST_INDEX].long(), T)
-        if config.use_kl_in_reward:  # r_t -= kl_coeff * KL_t(policy before the update || reference)
-            kl = kl_penalty(torch.cat(logps), batch[K.REF_LOGPROBS], config.kl_type)
-            rewards = rewards - config.kl_coeff * kl * mask
-            batch[K.KL_REWARD] = kl * mask
-        adv, ret = gae(rewards, vals, mask, gamma=config.gamma, lam=config.lambda_)
+            T = ids.shape[1]
+            if config.use_turn_scores:
+                rewards = turn_token_rewards(batch[TURN_REWARDS].float(), batch[TURN_ENDS].long(), T)
+            else:
+                rewards = token_rewards(batch[K.SCORES].float(), batch[LAST_INDEX].long(), T)
+            if config.use_kl_in_reward:  # r_t -= kl_coeff * KL_t(policy before the update || reference)
+                kl = kl_penalty(torch.cat(logps), batch[K.REF_LOGPROBS], config.kl_type)
+                rewards = rewards - config.kl_coeff * kl * mask
+                batch[K.KL_REWARD] = kl * mask
+            adv, ret = gae(rewards, vals, mask, gamma=config.gamma, lam=config.lambda_)
         batch[K.OLD_VALUES], batch[K.ADVANTAGES], batch[K.RETURNS] = vals, adv, ret
     return batch
 

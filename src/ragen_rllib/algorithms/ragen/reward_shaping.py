@@ -16,7 +16,8 @@ def shape_rewards(trajectories: Sequence[Trajectory], cfg) -> tuple[list[Traject
     """New trajectories with shaped rewards (the inputs are left as they are), and the shaping metrics.
 
     - ``overlong_buffer_ratio`` set: each turn's penalty (:func:`overlong_penalty` of its sampled length
-      against ``max_response_tokens``, buffer ``ratio x max_response_tokens`` tokens) is added to that turn's reward and to the trajectory score.
+      against ``max_response_tokens``, buffer ``ratio x max_response_tokens`` tokens) is added to that
+      turn's reward and to the trajectory score.
     - ``reward_norm`` other than ``identity``: trajectory scores are normalised per group or per batch.
     """
     out, metrics = list(trajectories), {}
@@ -30,7 +31,8 @@ def shape_rewards(trajectories: Sequence[Trajectory], cfg) -> tuple[list[Traject
             penalised += sum(p < 0 for p in pen)
             turns += len(pen)
             if any(pen):
-                samples = [dataclasses.replace(s, turn_rewards=[r + pen[n] for r, n in zip(s.turn_rewards, s.turn_numbers)])
+                samples = [dataclasses.replace(s, turn_rewards=[r + pen[n] for r, n in
+                                                                zip(s.turn_rewards, s.turn_numbers)])
                            for s in t.samples]
                 t = dataclasses.replace(t, samples=samples, score=t.score + sum(pen))
             shaped.append(t)
