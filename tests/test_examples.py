@@ -45,6 +45,14 @@ def test_cli_make_model_rejects_unknown_env_before_building(tmp_path):
     assert not (tmp_path / "m").exists()
 
 
+def test_cli_make_model_rejects_bad_noise_before_building(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "ragen_rllib.cli", "make-model", "--preset", "nano", "--out",
+                           str(tmp_path / "m"), "--warm-start", "FrozenLake", "--noise", "1.5"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and "--noise=1.5" in proc.stderr and "[0, 1]" in proc.stderr
+    assert not (tmp_path / "m").exists()
+
+
 @pytest.mark.slow
 def test_cli_make_model_warm_start_runs_end_to_end(tmp_path):
     """The real console command on a tiny budget: builds, warm-starts, evaluates with the HF engine, saves."""
@@ -53,9 +61,29 @@ def test_cli_make_model_warm_start_runs_end_to_end(tmp_path):
     from transformers import AutoModelForCausalLM
 
     out = run("-m", "ragen_rllib.cli", "make-model", "--preset", "nano", "--out", str(tmp_path / "m"),
-              "--warm-start", "FrozenLake", "--episodes", "96", "--epochs", "2", "--eval-episodes", "4")
+              "--warm-start", "FrozenLake", "--episodes", "96", "--epochs", "2", "--eval-episodes", "4", "--noise", "0.4")
     assert "acceptance rollout" in out and "turns parsed" in out
-    report = json.loads((tmp_path / "m" / "warm_start.json").read_text())["report"]
+    record = json.loads((tmp_path / "m" / "warm_start.json").read_text())
+    report = record["report"]
+    assert record["config"]["noise"] == 0.4  # the flag reaches the demonstrations' policy
     assert report["last_loss"] < 0.7 * report["first_loss"]  # 24 SGD steps: it learned something
     assert 0.0 <= report["eval"]["format_ok"] <= 1.0
     AutoModelForCausalLM.from_pretrained(tmp_path / "m")  # the warm-started weights load
+
+
+@pytest.mark.slow
+def test_frozenlake_demo_runs_end_to_end_on_a_tiny_budget(tmp_path):
+    """The README's main command (its script) with the nano model and one iteration: record, checkpoint, curve."""
+    import json
+
+    out = tmp_path / "run"
+    log = run("examples/train_frozenlake.py", "--model", "tiny:nano", "--out", str(out), "--max-iterations", "1",
+              "--env-groups", "2", "--group-size", "2", "--val-groups", "2", "--max-response-tokens", "24")
+    assert "[demo] iter   1" in log and "[demo] validation success" in log
+    record = json.loads((out / "result.json").read_text())
+    assert record["iterations"] == 1 and len(record["history"]["train_success"]) == 1
+    assert [e["iteration"] for e in record["history"]["eval"]] == [0, 1]  # before and after training
+    assert 0.0 <= record["success_before"] <= 1.0 and 0.0 <= record["success_after"] <= 1.0
+    assert record["args"]["old_logprobs"] == "engine" and record["args"]["val_groups"] == 2
+    assert (out / "learning_curve.png").stat().st_size > 0
+    assert any((out / "checkpoint").iterdir())
