@@ -34,7 +34,7 @@ ENV_CONFIG = {"size": 4, "is_slippery": False}  # the warm start's acceptance en
 def warm_model(cache: Path, epochs: int) -> Path:
     """The cached small model warm-started by ``epochs`` SFT epochs on 640 FrozenLake oracle demonstrations.
 
-    Built once (~2 min per epoch plus a 1.5 min acceptance rollout) when missing, one directory per epoch count.
+    Built once when missing (~2 min per epoch + a 1.5 min acceptance rollout), one directory per epoch count.
     """
     from ragen_rllib.models.tiny import build_model
     from ragen_rllib.models.warm_start import REPORT_FILE, WarmStartConfig, warm_start
@@ -63,7 +63,7 @@ def build_config(model: str, args):
                   entropy_coeff=0.0, train_temperature=1.0, val_env_groups=args.val_groups, val_temperature=0.5,
                   max_response_tokens=args.max_response_tokens, engine=args.engine)
         .evaluation(evaluation_interval=args.eval_every)
-        .debugging(seed=0)
+        .debugging(seed=args.seed)
     )
 
 
@@ -87,7 +87,11 @@ def main() -> None:
     p.add_argument("--max-response-tokens", type=int, default=400, help="per turn (RAGEN: 400)")
     p.add_argument("--autocast", default="bfloat16", help="learner forward under bf16 autocast ('none': fp32)")
     p.add_argument("--engine", default="auto", choices=["auto", "vllm", "hf"])
+    p.add_argument("--seed", type=int, default=0,
+                   help="sampling seed (training and validation maps keep their fixed seed schedules)")
     args = p.parse_args()
+    if args.warm_start_epochs < 1:
+        p.error(f"--warm-start-epochs={args.warm_start_epochs}: the warm start needs at least 1 SFT epoch")
     args.autocast = None if args.autocast == "none" else args.autocast
 
     out = Path(args.out).resolve()

@@ -61,7 +61,8 @@ def test_cli_make_model_warm_start_runs_end_to_end(tmp_path):
     from transformers import AutoModelForCausalLM
 
     out = run("-m", "ragen_rllib.cli", "make-model", "--preset", "nano", "--out", str(tmp_path / "m"),
-              "--warm-start", "FrozenLake", "--episodes", "96", "--epochs", "2", "--eval-episodes", "4", "--noise", "0.4")
+              "--warm-start", "FrozenLake", "--episodes", "96", "--epochs", "2", "--eval-episodes", "4",
+              "--noise", "0.4")
     assert "acceptance rollout" in out and "turns parsed" in out
     record = json.loads((tmp_path / "m" / "warm_start.json").read_text())
     report = record["report"]
@@ -73,12 +74,12 @@ def test_cli_make_model_warm_start_runs_end_to_end(tmp_path):
 
 @pytest.mark.slow
 def test_frozenlake_demo_runs_end_to_end_on_a_tiny_budget(tmp_path):
-    """The README's main command (its script) with the nano model and one iteration: record, checkpoint, curve."""
+    """The README's main command (its script), nano model, one iteration: record, checkpoint, curve."""
     import json
 
     out = tmp_path / "run"
-    log = run("examples/train_frozenlake.py", "--model", "tiny:nano", "--out", str(out), "--max-iterations", "1",
-              "--env-groups", "2", "--group-size", "2", "--val-groups", "2", "--max-response-tokens", "24")
+    log = run("examples/train_frozenlake.py", "--model", "tiny:nano", "--out", str(out),
+              "--max-iterations", "1", "--env-groups", "2", "--group-size", "2", "--val-groups", "2", "--max-response-tokens", "24")
     assert "[demo] iter   1" in log and "[demo] validation success" in log
     record = json.loads((out / "result.json").read_text())
     assert record["iterations"] == 1 and len(record["history"]["train_success"]) == 1

@@ -32,7 +32,7 @@ def _cmd_make_model(args: argparse.Namespace) -> int:
 
     envs = [resolve_env_id(e.strip()) for e in args.warm_start.split(",") if e.strip()]  # fail before building
     if args.noise is not None and not 0.0 <= args.noise <= 1.0:
-        raise ValueError(f"--noise={args.noise} is not a probability; pass a value in [0, 1] (default 0.15)")
+        raise ValueError(f"--noise={args.noise} is not a probability; pass a value in [0, 1]")
     out = build_model(args.preset, args.out, seed=args.seed)
     if envs:
         from dataclasses import replace
@@ -66,7 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
     mm.add_argument("--epochs", type=int, default=None, help="SFT epochs")
     mm.add_argument("--seed", type=int, default=0, help="seed of weights, demonstrations and training")
     mm.add_argument("--noise", type=float, default=None,
-                    help="probability a demonstrated action is random instead of the oracle's (default 0.15)")
+                    help="probability a demonstrated action is random (default: WarmStartConfig's)")
     mm.add_argument("--eval-episodes", type=int, default=64, help="episodes of the acceptance rollout")
     mm.add_argument("--no-eval", action="store_true", help="skip the acceptance rollout after the warm start")
     mm.set_defaults(func=_cmd_make_model)
