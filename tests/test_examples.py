@@ -79,7 +79,8 @@ def test_frozenlake_demo_runs_end_to_end_on_a_tiny_budget(tmp_path):
 
     out = tmp_path / "run"
     log = run("examples/train_frozenlake.py", "--model", "tiny:nano", "--out", str(out),
-              "--max-iterations", "1", "--env-groups", "2", "--group-size", "2", "--val-groups", "2", "--max-response-tokens", "24")
+              "--max-iterations", "1", "--env-groups", "2", "--group-size", "2", "--val-groups", "2",
+              "--max-response-tokens", "24")
     assert "[demo] iter   1" in log and "[demo] validation success" in log
     record = json.loads((out / "result.json").read_text())
     assert record["iterations"] == 1 and len(record["history"]["train_success"]) == 1

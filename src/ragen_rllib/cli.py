@@ -35,14 +35,11 @@ def _cmd_make_model(args: argparse.Namespace) -> int:
         raise ValueError(f"--noise={args.noise} is not a probability; pass a value in [0, 1]")
     out = build_model(args.preset, args.out, seed=args.seed)
     if envs:
-        from dataclasses import replace
-
         from ragen_rllib.models.warm_start import WarmStartConfig, warm_start
 
+        noise = {} if args.noise is None else {"noise": args.noise}  # None: WarmStartConfig's default
         cfg = WarmStartConfig(envs=tuple(envs), episodes_per_env=args.episodes, epochs=args.epochs, seed=args.seed,
-                              eval_episodes=args.eval_episodes)
-        if args.noise is not None:
-            cfg = replace(cfg, noise=args.noise)
+                              eval_episodes=args.eval_episodes, **noise)
         report = warm_start(out, cfg, evaluate=not args.no_eval)
         print(report.summary())
     print(f"model saved to {out}")
