@@ -91,3 +91,49 @@ def test_never_raises_and_actions_are_legal(text, names, think):
 @given(st.one_of(st.none(), st.integers(), st.binary()))
 def test_non_string_input_fails_format(obj):
     assert not parse(obj).format_ok
+
+
+# The collapse seen under aggressive RL updates: answers padded with empty separator parts.
+COLLAPSED = [
+    "<think>go</think><answer>Right || || || ||</answer>",
+    "<think>go</think><answer>Right ||</answer>",
+    "<think>go</think><answer> || Down</answer>",
+    "<think>go</think><answer>Down ||  || Right</answer>",
+]
+
+
+@pytest.mark.parametrize("text", COLLAPSED)
+def test_empty_parts_are_dropped_silently_by_default(text):
+    p = parse(text)
+    assert p.format_ok and p.num_invalid == 0 and p.actions
+
+
+@pytest.mark.parametrize("text, empty", zip(COLLAPSED, [4, 1, 1, 1]))
+def test_reject_empty_actions_counts_each_empty_part_as_invalid(text, empty):
+    strict = AgentConfig(reject_empty_actions=True)
+    p = parse(text, strict)
+    assert p.num_invalid == empty
+    assert p.actions == parse(text).actions  # the named actions still execute, in order
+
+
+def test_reject_empty_actions_keeps_clean_answers_valid():
+    strict = AgentConfig(reject_empty_actions=True)
+    p = parse("<think>x</think><answer> Down || Right </answer>", strict)
+    assert p.format_ok and p.num_invalid == 0 and p.actions == ("Down", "Right")
+
+
+def test_reject_empty_actions_gives_the_format_penalty_in_a_turn():
+    import gymnasium as gym
+
+    import ragen_rllib.envs  # noqa: F401  (registers ragen/*)
+    from ragen_rllib.agent.turns import execute_turn
+
+    strict = AgentConfig(reject_empty_actions=True)
+    text = "<think>go</think><answer>Right || ||</answer>"
+    for cfg, penalized in ((CFG, False), (strict, True)):
+        env = gym.make("ragen/FrozenLake-v0", size=4, is_slippery=False)
+        state, _ = env.reset(seed=123)
+        result = execute_turn(env, parse(text, cfg), cfg, cfg.max_actions_per_traj, state)
+        assert result.actions == ("Right",)
+        assert result.penalized is penalized
+        assert result.reward == pytest.approx(cfg.format_penalty if penalized else 0.0)

@@ -165,3 +165,29 @@ def test_per_turn_context_modes_train_each_turn_once_per_episode(tiny_config, mo
         rows = np.flatnonzero(episodes == e)
         got = {float(batch[K.ADVANTAGES][r][batch[K.LOSS_MASK][r] > 0][0]) for r in rows}
         assert len(got) == 1 and got.pop() == pytest.approx(t.score - sum(mates) / len(mates))
+
+
+@pytest.mark.parametrize("step, factor", [(0, 0.25), (3, 1.0), (5, 0.5)])
+def test_lr_schedule_scales_the_update_of_each_training_step(tiny_config, sampled, step, factor):
+    """Warm-up 4 steps, then linear decay to 0 at step 6: step 0 -> 1/4, step 3 -> 1, step 5 -> 1/2.
+    AdamW's first step moves each weight by about lr x sign(grad), so the largest move is ~lr x factor."""
+    from ragen_rllib.models.tiny import resolve_model
+    from transformers import AutoTokenizer
+
+    lr = 1e-3
+    config = tiny_config(adv_estimator="grpo", group_size=3, entropy_coeff=0.0, lr=lr, lr_warmup_steps=4,
+                         lr_decay="linear", lr_decay_steps=6)
+    config.validate()
+    pad = AutoTokenizer.from_pretrained(resolve_model("tiny:nano")).pad_token_id
+    batch = build_batch(sampled, pad, adv_estimator="grpo")
+    space = text_space()
+    learner = config.build_learner(spaces={DEFAULT_MODULE_ID: (space, space)})
+    lm = learner.module[DEFAULT_MODULE_ID].unwrapped().lm
+    before = {k: v.detach().clone() for k, v in lm.named_parameters()}
+    rows = len(batch[K.INPUT_IDS])
+    results = learner.update(batch=MultiAgentBatch({DEFAULT_MODULE_ID: SampleBatch(batch)}, env_steps=rows),
+                             minibatch_size=rows, num_epochs=1, num_total_minibatches=1,
+                             timesteps={K.TRAINING_STEP: step})
+    moved = max((p.detach() - before[k]).abs().max().item() for k, p in lm.named_parameters())
+    assert results[DEFAULT_MODULE_ID][K.LR_MULTIPLIER].peek() == pytest.approx(factor)
+    assert moved == pytest.approx(lr * factor, rel=0.05)

@@ -58,6 +58,11 @@ def test_unknown_training_key_is_named():
     (lambda c: c.training(early_stop_val_patience=0), "early_stop_val_patience=0.*None"),
     (lambda c: c.training(filter_strategy="top_p", filter_value=1.5), "filter_value=1.5.*fraction"),
     (lambda c: c.training(filter_strategy="top_k_abs", filter_value=99, env_groups=2), "top_k_abs=99.*env_groups=2"),
+    (lambda c: c.training(lr_decay="exponential"), "lr_decay='exponential'.*cosine"),
+    (lambda c: c.training(lr_decay="cosine"), "lr_decay_steps=None.*integer > lr_warmup_steps=0"),
+    (lambda c: c.training(lr_decay="linear", lr_warmup_steps=5, lr_decay_steps=5), "lr_decay_steps=5"),
+    (lambda c: c.training(lr_warmup_steps=-1), "lr_warmup_steps=-1"),
+    (lambda c: c.training(lr_min_ratio=2.0), "lr_min_ratio=2.0"),
 ])
 def test_validate_names_key_value_and_fix(change, match):
     with pytest.raises(ValueError, match=match):

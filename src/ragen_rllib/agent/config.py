@@ -27,6 +27,10 @@ class AgentConfig:
         context_mode: ``full`` | ``limited_multi_turn`` | ``single_turn``.
         context_window: turns of history kept in ``limited_multi_turn`` mode (incl. the current one).
         system_prefix: text the system prompt starts with.
+        reject_empty_actions: count an empty part between separators (``Right || || Up``, a trailing
+            ``||``) as an invalid action, so the turn gets the format penalty. False is RAGEN's parser, which
+            drops empty parts silently; under aggressive RL updates a policy can then fill its answers with
+            empty parts and still be "valid" (a collapse mode seen on the tiny models).
     """
 
     max_turns: int = 5
@@ -40,6 +44,7 @@ class AgentConfig:
     context_mode: str = CONTEXT_FULL
     context_window: int = 2
     system_prefix: str = "You're a helpful assistant. "
+    reject_empty_actions: bool = False
 
     def __post_init__(self) -> None:
         _check(self.context_mode in CONTEXT_MODES, "context_mode", self.context_mode, f"one of {CONTEXT_MODES}")

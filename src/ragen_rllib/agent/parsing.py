@@ -28,7 +28,8 @@ class ParsedResponse:
         think: the reasoning text ('' when thinking is off or the format failed).
         answer: the raw answer text.
         actions: canonical action names to execute, in order (free-form envs: the whole answer).
-        num_invalid: answer parts (within max_actions_per_turn) that matched no action name.
+        num_invalid: answer parts (within max_actions_per_turn) that matched no action name, plus the empty
+            parts when ``reject_empty_actions`` is on.
     """
 
     format_ok: bool
@@ -48,6 +49,7 @@ def parse_response(text: object, cfg: AgentConfig, action_names: Sequence[str]) 
     when ``cfg.enable_think`` is False); the tags may not nest. Text after ``</answer>`` is ignored. The
     answer is split on ``cfg.action_sep``, cut to ``cfg.max_actions_per_turn`` parts and matched
     case-insensitively to ``action_names``; with no action names (free-form envs) the answer is one action.
+    Empty parts are dropped (RAGEN), or counted as invalid actions with ``cfg.reject_empty_actions``.
     """
     if not isinstance(text, str):
         return FAILED
@@ -68,8 +70,9 @@ def parse_response(text: object, cfg: AgentConfig, action_names: Sequence[str]) 
     if not action_names:
         return ParsedResponse(format_ok=bool(answer), think=think.strip(), answer=answer,
                               actions=(answer,) if answer else ())
-    parts = [p.strip() for p in answer.split(cfg.action_sep)]
-    parts = [p for p in parts if p][: cfg.max_actions_per_turn]
+    raw = [p.strip() for p in answer.split(cfg.action_sep)]
+    empty = sum(not p for p in raw) if cfg.reject_empty_actions else 0
+    parts = [p for p in raw if p][: cfg.max_actions_per_turn]
     by_lower = {name.lower(): name for name in action_names}
     actions = tuple(by_lower[p.lower()] for p in parts if p.lower() in by_lower)
     return ParsedResponse(
@@ -77,5 +80,5 @@ def parse_response(text: object, cfg: AgentConfig, action_names: Sequence[str]) 
         think=think.strip(),
         answer=answer,
         actions=actions,
-        num_invalid=len(parts) - len(actions),
+        num_invalid=len(parts) - len(actions) + empty,
     )

@@ -12,6 +12,7 @@ from dataclasses import fields
 from ragen_rllib.agent.config import AgentConfig
 from ragen_rllib.rl.filtering import FILTER_METRICS, FILTER_STRATEGIES, KEEP, TOP_P_MODES
 from ragen_rllib.rl.rewards import NORM_SCOPES, REWARD_NORMS
+from ragen_rllib.rl.schedules import LR_DECAYS
 
 _AGENT = AgentConfig()
 AGENT_KEYS = tuple(f.name for f in fields(AgentConfig))
@@ -84,6 +85,11 @@ HYPERPARAMS: dict[str, tuple[object, str]] = {
     "loss_agg_mode": ("token-mean", "loss aggregation: token-mean | seq-mean-token-mean | seq-mean-token-sum"),
     "micro_batch_size": (8, "trajectories per forward/backward pass; gradients accumulate over a minibatch "
                          "(verl's ppo_micro_batch_size_per_gpu; also the chunk of the no-grad pass)"),
+    "lr_warmup_steps": (0, "linear learning-rate warm-up over this many training steps (actor and critic)"),
+    "lr_decay": ("constant", f"learning-rate decay after the warm-up: one of {LR_DECAYS}"),
+    "lr_decay_steps": (None, "training step at which a linear/cosine decay reaches lr_min_ratio x lr "
+                       "(counted from step 0, warm-up included)"),
+    "lr_min_ratio": (0.0, "floor of the decay, as a fraction of the base learning rate"),
     "critic_lr": (1e-5, "learning rate of the value head (actor lr is `lr`)"),
     "vf_loss_coeff": (1.0, "value loss coefficient"),
     "vf_clip": (0.5, "value clipping range around the old values"),

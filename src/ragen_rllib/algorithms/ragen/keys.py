@@ -28,6 +28,8 @@ ENTROPY_METRIC = "entropy"
 APPROX_KL = "approx_kl"
 CLIP_FRACTION = "clip_fraction"
 GRAD_NORM = "grad_norm"
+LR_MULTIPLIER = "lr_multiplier"  # the lr schedule's factor on the base learning rate this step
+TRAINING_STEP = "ragen_training_step"  # key of the timesteps dict the learners get: the 0-based training step
 KL_LOSS = "kl_loss"
 
 # ---- env runner metrics (result["env_runners"])

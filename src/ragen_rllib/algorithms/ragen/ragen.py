@@ -90,6 +90,7 @@ class Ragen(Algorithm):
             shuffle_batch_per_epoch=True,
             # equal minibatch counts on every learner (DDP deadlocks otherwise)
             num_total_minibatches=cfg.num_epochs * math.ceil(math.ceil(rows / learners) / minibatch),
+            timesteps={K.TRAINING_STEP: self._step},  # the learners' lr schedule (lr_warmup_steps, lr_decay)
         )
         learn_seconds = time.perf_counter() - start - seconds
         self.metrics.aggregate(learner_results, key=LEARNER_RESULTS)

@@ -20,6 +20,7 @@ from ragen_rllib.algorithms.ragen.hyperparams import (
 )
 from ragen_rllib.rl.filtering import FILTER_METRICS, FILTER_STRATEGIES, KEEP, TOP_P_MODES
 from ragen_rllib.rl.rewards import NORM_SCOPES, REWARD_NORMS
+from ragen_rllib.rl.schedules import LR_DECAYS
 
 DEFAULT_MODEL = "tiny:small"  # model_config["model"] when none is given (offline tiny model)
 
@@ -129,6 +130,18 @@ class RagenConfig(AlgorithmConfig):
         elif not isinstance(v, (int, float)) or isinstance(v, bool) or not 0 < v <= 1:
             bad("filter_value", f"{self.filter_strategy} takes a fraction in (0, 1] (RAGEN: top_p 0.9)")
 
+    def _validate_lr_schedule(self, bad) -> None:
+        if not isinstance(self.lr_warmup_steps, int) or isinstance(self.lr_warmup_steps, bool) or self.lr_warmup_steps < 0:
+            bad("lr_warmup_steps", "use an integer >= 0 (training steps)")
+        if self.lr_decay not in LR_DECAYS:
+            bad("lr_decay", f"use one of {LR_DECAYS}")
+        if self.lr_decay != "constant" and (not isinstance(self.lr_decay_steps, int)
+                                            or self.lr_decay_steps <= self.lr_warmup_steps):
+            bad("lr_decay_steps", f"lr_decay={self.lr_decay!r} needs the training step where the decay ends: an "
+                f"integer > lr_warmup_steps={self.lr_warmup_steps}")
+        if not 0 <= self.lr_min_ratio <= 1:
+            bad("lr_min_ratio", "use a fraction in [0, 1]")
+
     def _validate_ragen(self) -> None:
         def bad(key: str, fix: str) -> None:
             self._value_error(f"RagenConfig: {key}={getattr(self, key)!r} is invalid: {fix}")
@@ -176,6 +189,7 @@ class RagenConfig(AlgorithmConfig):
             bad("early_stop_std_baseline_steps", "use a positive integer")
         if not 0 < self.early_stop_std_ratio <= 1:
             bad("early_stop_std_ratio", "use a ratio in (0, 1] (RAGEN: 0.1)")
+        self._validate_lr_schedule(bad)
         if self.old_logprobs not in OLD_LOGPROBS_SOURCES:
             bad("old_logprobs", f"use one of {OLD_LOGPROBS_SOURCES}")
         if self.engine not in ENGINES:
