@@ -58,10 +58,20 @@ def test_unknown_training_key_is_named():
     (lambda c: c.training(early_stop_val_patience=0), "early_stop_val_patience=0.*None"),
     (lambda c: c.training(filter_strategy="top_p", filter_value=1.5), "filter_value=1.5.*fraction"),
     (lambda c: c.training(filter_strategy="top_k_abs", filter_value=99, env_groups=2), "top_k_abs=99.*env_groups=2"),
+    (lambda c: c.rl_module(model_config={"model": "tiny:nano", "dtype": "fp8"}),
+     r"model_config\['dtype'\]='fp8' is invalid.*'auto', 'float32', 'bfloat16', 'float16'"),
+    (lambda c: c.rl_module(model_config={"model": "tiny:nano", "autocast": "fp16"}),
+     r"model_config\['autocast'\]='fp16' is invalid.*'auto', 'bfloat16', 'none'"),
 ])
 def test_validate_names_key_value_and_fix(change, match):
     with pytest.raises(ValueError, match=match):
         change(tiny()).validate()
+
+
+@pytest.mark.parametrize("dtype", ["auto", "float32", "bfloat16", "float16"])
+@pytest.mark.parametrize("autocast", ["auto", "bfloat16", "none", None])
+def test_every_precision_setting_validates(dtype, autocast):
+    tiny().rl_module(model_config={"model": "tiny:nano", "dtype": dtype, "autocast": autocast}).validate()
 
 
 def test_model_config_defaults_follow_the_estimator():
