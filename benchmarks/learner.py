@@ -8,7 +8,8 @@ The batch is real: one FrozenLake rollout of an in-process ``RagenEnvRunner`` (v
 Trained tokens/s counts the non-padding tokens. Three settings: one minibatch per update (on-policy: no
 old-log-prob pass), two minibatches (the learner first recomputes old log-probs in a no-grad pass, RAGEN's
 way), and two minibatches with ``old_logprobs="engine"`` (the engine's sampling log-probs; no extra pass).
-Target >= 0.85.
+Target >= 0.85. Both sides run in the precision ``--autocast`` (default ``auto``) resolves to on this machine
+(:mod:`ragen_rllib.precision`: bf16 autocast only with bf16 units, else fp32); the record names it and the CPU.
 Writes benchmarks/results/learner.json.
 """
 
@@ -37,7 +38,7 @@ def real_batch(model: str, args):
     from ragen_rllib.models.tiny import resolve_model
 
     config = (RagenConfig().environment("ragen/FrozenLake-v0", env_config={"size": 4, "is_slippery": False})
-              .rl_module(model_config={"model": model})
+              .rl_module(model_config={"model": model, "autocast": args.autocast})
               .training(adv_estimator="grpo", env_groups=args.groups, group_size=args.group_size, engine="vllm")
               .debugging(seed=0))
     runner = RagenEnvRunner(config=config)
@@ -71,7 +72,7 @@ def time_learner(config, batch, minibatches: int, repeats: int) -> float:
     return (time.perf_counter() - t0) / repeats
 
 
-def time_bare(model_dir: str, batch, minibatches: int, repeats: int, lr: float) -> float:
+def time_bare(model_dir: str, batch, minibatches: int, repeats: int, lr: float, amp) -> float:
     import torch
     from transformers import AutoModelForCausalLM
 
@@ -86,7 +87,9 @@ def time_bare(model_dir: str, batch, minibatches: int, repeats: int, lr: float) 
     def update():
         for start in range(0, mb * minibatches, mb):
             x, m = ids[start:start + mb], mask[start:start + mb]
-            loss = -(gather_token_logprobs(model(input_ids=x).logits, x) * m).sum() / m.sum()
+            with torch.autocast("cpu", dtype=amp or torch.bfloat16, enabled=amp is not None):
+                logits = model(input_ids=x).logits
+            loss = -(gather_token_logprobs(logits, x) * m).sum() / m.sum()
             opt.zero_grad()
             loss.backward()
             opt.step()
@@ -104,22 +107,28 @@ def main() -> None:
     p.add_argument("--groups", type=int, default=8)
     p.add_argument("--group-size", type=int, default=4)
     p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--autocast", default="auto", choices=["auto", "bfloat16", "none"],
+                   help="learner and bare forward passes (auto: bf16 only on CPUs with AVX512-BF16/AMX)")
     args = p.parse_args()
 
     import torch
 
     from ragen_rllib.models.tiny import resolve_model
+    from ragen_rllib.precision import cpu_info, resolve_autocast
+
+    amp = resolve_autocast(args.autocast, "cpu")
 
     config, batch, pad = real_batch(args.model, args)
     torch.set_num_threads(os.cpu_count() or 1)
     tokens = int(batch["attention_mask"].sum())
     results = {"machine": f"{platform.machine()} {os.cpu_count()} cores", "model": args.model,
                "rows": len(batch["input_ids"]), "width": int(batch["input_ids"].shape[1]),
-               "real_tokens": tokens, "padding_fraction": pad, "settings": {}}
+               "real_tokens": tokens, "padding_fraction": pad, "cpu": cpu_info(),
+               "precision": "bfloat16 autocast" if amp is not None else "float32", "settings": {}}
     for minibatches, old_logprobs in ((1, "learner"), (2, "learner"), (2, "engine")):
         setting = config.copy(copy_frozen=False).training(old_logprobs=old_logprobs)
         learner_s = time_learner(setting, batch, minibatches, args.repeats)
-        bare_s = time_bare(str(resolve_model(args.model)), batch, minibatches, args.repeats, config.lr)
+        bare_s = time_bare(str(resolve_model(args.model)), batch, minibatches, args.repeats, config.lr, amp)
         r = {"learner_seconds": learner_s, "bare_seconds": bare_s, "learner_tokens_per_s": tokens / learner_s,
              "bare_tokens_per_s": tokens / bare_s, "learner_over_bare": bare_s / learner_s}
         name = f"{minibatches}_minibatches" + ("_engine_old_logprobs" if old_logprobs == "engine" else "")

@@ -45,7 +45,7 @@ def run(model: Path, env: str, algo: str, args) -> dict:
               .environment(resolve_env_id(env), env_config=ENV_CONFIGS.get(env, {}))
               .env_runners(num_env_runners=1)
               .learners(num_learners=0)
-              .rl_module(model_config={"model": str(model), "autocast": "bfloat16"})
+              .rl_module(model_config={"model": str(model), "autocast": "auto"})
               .preset(PRESET_OF[algo])
               .training(env_groups=args.env_groups, group_size=args.group_size, lr=args.lr, critic_lr=args.critic_lr,
                         minibatch_size=args.env_groups * args.group_size // 2, entropy_coeff=0.0, old_logprobs="engine",
@@ -108,8 +108,10 @@ def main() -> None:
     model = warm_model(args.envs)
     runs = [run(model, env, algo, args) for env in args.envs for algo in args.algos]
     OUT.mkdir(parents=True, exist_ok=True)
-    record = {"machine": f"{platform.machine()} {os.cpu_count()} cores", "model": str(model), "args": vars(args),
-              "runs": runs}
+    from ragen_rllib.precision import cpu_info
+
+    record = {"machine": f"{platform.machine()} {os.cpu_count()} cores", "cpu": cpu_info(), "model": str(model),
+              "args": vars(args), "runs": runs}
     (OUT / "learning.json").write_text(json.dumps(record, indent=2))
     plot(runs, OUT / "learning.png")
     for r in runs:

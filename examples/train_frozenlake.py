@@ -85,14 +85,15 @@ def main() -> None:
                    help="PPO old log-probs: recomputed on the learner (RAGEN) or the engine's sampling ones")
     p.add_argument("--val-groups", type=int, default=128, help="validation maps (fixed seeds 123...)")
     p.add_argument("--max-response-tokens", type=int, default=400, help="per turn (RAGEN: 400)")
-    p.add_argument("--autocast", default="bfloat16", help="learner forward under bf16 autocast ('none': fp32)")
+    p.add_argument("--autocast", default="auto", choices=["auto", "bfloat16", "none"],
+                   help="learner forward under bf16 autocast; auto: only on CUDA with bf16 or CPUs with "
+                   "AVX512-BF16/AMX, else fp32 ('none': fp32)")
     p.add_argument("--engine", default="auto", choices=["auto", "vllm", "hf"])
     p.add_argument("--seed", type=int, default=0,
                    help="sampling seed (training and validation maps keep their fixed seed schedules)")
     args = p.parse_args()
     if args.warm_start_epochs < 1:
         p.error(f"--warm-start-epochs={args.warm_start_epochs}: the warm start needs at least 1 SFT epoch")
-    args.autocast = None if args.autocast == "none" else args.autocast
 
     out = Path(args.out).resolve()
     out.mkdir(parents=True, exist_ok=True)

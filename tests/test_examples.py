@@ -53,6 +53,14 @@ def test_cli_make_model_rejects_bad_noise_before_building(tmp_path):
     assert not (tmp_path / "m").exists()
 
 
+def test_cli_make_model_rejects_unknown_autocast_before_building(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "ragen_rllib.cli", "make-model", "--preset", "nano", "--out",
+                           str(tmp_path / "m"), "--warm-start", "FrozenLake", "--autocast", "fp16"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and "--autocast" in proc.stderr and "'fp16'" in proc.stderr
+    assert not (tmp_path / "m").exists()
+
+
 @pytest.mark.slow
 def test_cli_make_model_warm_start_runs_end_to_end(tmp_path):
     """The real console command on a tiny budget: builds, warm-starts, evaluates with the HF engine, saves."""

@@ -39,7 +39,7 @@ def _cmd_make_model(args: argparse.Namespace) -> int:
 
         noise = {} if args.noise is None else {"noise": args.noise}  # None: WarmStartConfig's default
         cfg = WarmStartConfig(envs=tuple(envs), episodes_per_env=args.episodes, epochs=args.epochs, seed=args.seed,
-                              eval_episodes=args.eval_episodes, **noise)
+                              eval_episodes=args.eval_episodes, autocast=args.autocast, **noise)
         report = warm_start(out, cfg, evaluate=not args.no_eval)
         print(report.summary())
     print(f"model saved to {out}")
@@ -64,6 +64,9 @@ def build_parser() -> argparse.ArgumentParser:
     mm.add_argument("--seed", type=int, default=0, help="seed of weights, demonstrations and training")
     mm.add_argument("--noise", type=float, default=None,
                     help="probability a demonstrated action is random (default: WarmStartConfig's)")
+    mm.add_argument("--autocast", choices=["auto", "bfloat16", "none"], default="auto",
+                    help="bf16 autocast of the SFT forward passes; auto: only on CUDA with bf16 or CPUs with "
+                    "AVX512-BF16/AMX, else fp32")
     mm.add_argument("--eval-episodes", type=int, default=64, help="episodes of the acceptance rollout")
     mm.add_argument("--no-eval", action="store_true", help="skip the acceptance rollout after the warm start")
     mm.set_defaults(func=_cmd_make_model)

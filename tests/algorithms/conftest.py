@@ -35,6 +35,6 @@ def _tiny_config(num_env_runners=1, num_learners=0, **training):
             .environment("ragen/FrozenLake-v0", env_config={"size": 4, "success_rate": 1.0})
             .env_runners(num_env_runners=num_env_runners)
             .learners(num_learners=num_learners)
-            .rl_module(model_config={"model": "tiny:nano"})
+            .rl_module(model_config={"model": "tiny:nano", "autocast": None})  # fp32: engine == learner to 1e-4
             .training(**kw)
             .debugging(seed=0))

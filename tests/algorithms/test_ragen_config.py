@@ -63,10 +63,20 @@ def test_unknown_training_key_is_named():
     (lambda c: c.training(lr_decay="linear", lr_warmup_steps=5, lr_decay_steps=5), "lr_decay_steps=5"),
     (lambda c: c.training(lr_warmup_steps=-1), "lr_warmup_steps=-1"),
     (lambda c: c.training(lr_min_ratio=2.0), "lr_min_ratio=2.0"),
+    (lambda c: c.rl_module(model_config={"model": "tiny:nano", "dtype": "fp8"}),
+     r"model_config\['dtype'\]='fp8' is invalid.*'auto', 'float32', 'bfloat16', 'float16'"),
+    (lambda c: c.rl_module(model_config={"model": "tiny:nano", "autocast": "fp16"}),
+     r"model_config\['autocast'\]='fp16' is invalid.*'auto', 'bfloat16', 'none'"),
 ])
 def test_validate_names_key_value_and_fix(change, match):
     with pytest.raises(ValueError, match=match):
         change(tiny()).validate()
+
+
+@pytest.mark.parametrize("dtype", ["auto", "float32", "bfloat16", "float16"])
+@pytest.mark.parametrize("autocast", ["auto", "bfloat16", "none", None])
+def test_every_precision_setting_validates(dtype, autocast):
+    tiny().rl_module(model_config={"model": "tiny:nano", "dtype": dtype, "autocast": autocast}).validate()
 
 
 def test_model_config_defaults_follow_the_estimator():

@@ -21,7 +21,7 @@ def config(old_logprobs: str, adv_estimator: str = "grpo", use_kl_loss: bool = F
 def module():
     space = text_space()
     return RLModuleSpec(module_class=RagenTorchRLModule, observation_space=space, action_space=space,
-                        model_config={"model": "tiny:nano"}).build()
+                        model_config={"model": "tiny:nano", "autocast": None}).build()
 
 
 def batch():
@@ -70,7 +70,7 @@ def test_bi_level_gae_runs_on_the_learner_with_the_critic():
 
     space = text_space()
     critic = RLModuleSpec(module_class=RagenTorchRLModule, observation_space=space, action_space=space,
-                          model_config={"model": "tiny:nano", "value_head": True}).build()
+                          model_config={"model": "tiny:nano", "value_head": True, "autocast": None}).build()
     cols = batch()
     cols[K.LOSS_MASK][:, 3:6] = torch.tensor([1.0, 0.0, 1.0])  # two one-token turns at 3 and 5
     cols[TURN_ENDS] = torch.tensor([[3, 5], [3, 5], [3, -1]])
@@ -97,7 +97,7 @@ def test_kl_reference_with_lora_is_the_base_model_with_the_adapter_off():
 
     space = text_space()
     lora = RLModuleSpec(module_class=RagenTorchRLModule, observation_space=space, action_space=space,
-                        model_config={"model": "tiny:nano", "lora": {"r": 4, "lora_alpha": 8,
+                        model_config={"model": "tiny:nano", "autocast": None, "lora": {"r": 4, "lora_alpha": 8,
                                                                      "target_modules": ["q_proj", "v_proj"]}}).build()
     with torch.no_grad():
         for name, p in lora.lm.named_parameters():
@@ -124,7 +124,7 @@ def test_kl_in_the_reward_enters_gae():
 
     space = text_space()
     critic = RLModuleSpec(module_class=RagenTorchRLModule, observation_space=space, action_space=space,
-                          model_config={"model": "tiny:nano", "value_head": True}).build()
+                          model_config={"model": "tiny:nano", "value_head": True, "autocast": None}).build()
     ref = copy.deepcopy(critic.lm)
     with torch.no_grad():
         for p in ref.parameters():

@@ -20,7 +20,7 @@ def build(**model_config):
 
 
 def test_forward_gives_token_logprobs_values_and_entropy():
-    module = build(value_head=True, temperature=0.7)
+    module = build(value_head=True, temperature=0.7, autocast=None)  # fp32, compared with the HF model
     hf = AutoModelForCausalLM.from_pretrained(tiny_model_path("nano"))
     ids = torch.randint(0, 1000, (2, 9))
     out = module.forward_train({K.INPUT_IDS: ids})
@@ -60,6 +60,30 @@ def test_lora_ships_adapters_only_and_merges_for_engines():
     assert set(module.hf_state_dict()) == hf_names
 
 
+@pytest.mark.parametrize("bf16_units", [False, True])
+def test_auto_precision_resolves_lazily_on_the_input_device(monkeypatch, bf16_units):
+    """dtype/autocast at "auto": fp32 weights on CPU; autocast resolved at the first forward on the ids' device."""
+    from ragen_rllib import precision
+
+    monkeypatch.setattr(precision, "cpu_has_bf16_units", lambda: bf16_units)
+    module = build()  # both keys left at their "auto" default
+    assert all(p.dtype == torch.float32 for p in module.parameters())
+    assert module._autocast_dtypes == {}  # nothing resolved at build time (RLlib moves the module later)
+    ids = torch.randint(0, 1000, (2, 9))
+    with torch.no_grad():
+        auto = module.forward_train({K.INPUT_IDS: ids})[K.LOGPROBS]
+        expected = gather_token_logprobs(module.lm(input_ids=ids).logits, ids)  # fp32 reference
+    assert module._autocast_dtypes == {"cpu": torch.bfloat16 if bf16_units else None}
+    gap = (auto - expected).abs().max().item()
+    assert gap > 1e-4 if bf16_units else gap < 1e-5
+
+
+@pytest.mark.parametrize("key, value", [("autocast", "fp16"), ("dtype", "fp8")])
+def test_bad_precision_values_are_rejected_at_build(key, value):
+    with pytest.raises(ValueError, match=rf"model_config\['{key}'\]='{value}' is invalid"):
+        build(**{key: value})
+
+
 @pytest.mark.parametrize("entropy_coeff", [0.0, 0.01])
 def test_entropy_carries_gradients_only_when_the_loss_uses_it(entropy_coeff):
     from ray.rllib.core import DEFAULT_MODULE_ID
@@ -95,7 +119,7 @@ def test_micro_batched_update_takes_the_same_step_as_one_pass():
     params, metrics = [], []
     for micro in (6, 1, 3):
         config = (RagenConfig().environment("ragen/FrozenLake-v0")
-                  .rl_module(model_config={"model": "tiny:nano"})
+                  .rl_module(model_config={"model": "tiny:nano", "autocast": None})  # fp32 numerics
                   .training(adv_estimator="grpo", micro_batch_size=micro, lr=1e-2, grad_clip=None, entropy_coeff=0.01))
         learner = config.build_learner(spaces={DEFAULT_MODULE_ID: (text_space(), text_space())})
         result = learner.update(batch=MultiAgentBatch({DEFAULT_MODULE_ID: SampleBatch(dict(batch))}, env_steps=6),

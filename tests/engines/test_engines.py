@@ -97,6 +97,19 @@ def test_make_engine_hf_resolves_tiny_names():
     assert isinstance(make_engine("hf", "tiny:nano"), HFEngine)
 
 
+@pytest.mark.parametrize("dtype, expected", [("auto", torch.float32), ("float32", torch.float32),
+                                             ("bfloat16", torch.bfloat16)])
+def test_hf_engine_resolves_auto_dtype_like_the_learner(monkeypatch, dtype, expected):
+    """On CPU "auto" weights are fp32 even with bf16 units (as the learner's); explicit names are kept."""
+    from ragen_rllib import precision
+
+    monkeypatch.setattr(precision, "cpu_has_bf16_units", lambda: True)
+    engine = make_engine("hf", "tiny:nano", dtype=dtype)
+    assert all(p.dtype == expected for p in engine.model.parameters())
+    with pytest.raises(ValueError, match="dtype='fp8' is invalid"):
+        make_engine("hf", "tiny:nano", dtype="fp8")
+
+
 @pytest.fixture(scope="module")
 def vllm_engine():
     engine = make_engine("vllm", "tiny:nano", max_model_len=512)

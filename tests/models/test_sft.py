@@ -1,4 +1,5 @@
 import numpy as np
+import pytest
 import torch
 from transformers import AutoModelForCausalLM
 
@@ -34,3 +35,33 @@ def test_sft_learns_masked_tokens_only():
     assert losses[-1] < losses[0] * 0.5
     assert (after[4:] > before[4:] + 0.5).all()  # the trained (assistant) tokens got likely
     assert after[4:].exp().min() > 0.5
+
+
+@pytest.mark.parametrize("autocast, bf16_units, expected", [
+    ("auto", False, "float32"), ("auto", True, "bfloat16"), ("none", True, "float32"),
+    ("bfloat16", True, "bfloat16")])
+def test_warm_start_records_its_precision_and_machine(tmp_path, monkeypatch, autocast, bf16_units, expected):
+    import json
+    import shutil
+
+    from ragen_rllib import precision
+    from ragen_rllib.models.warm_start import REPORT_FILE, WarmStartConfig, warm_start
+
+    monkeypatch.setattr(precision, "cpu_has_bf16_units", lambda: bf16_units)
+    model_dir = tmp_path / "m"
+    shutil.copytree(tiny.tiny_model_path("nano"), model_dir)
+    cfg = WarmStartConfig(episodes_per_env=4, epochs=1, autocast=autocast)
+    report = warm_start(model_dir, cfg, evaluate=False, progress=False)
+    assert report.precision == expected and report.steps > 0
+    assert report.cpu == precision.cpu_info() and report.cpu["bf16_units"] is bf16_units
+    assert f"({expected}" in report.summary()
+    record = json.loads((model_dir / REPORT_FILE).read_text())
+    assert record["config"]["autocast"] == autocast and record["report"]["precision"] == expected
+    assert record["report"]["cpu"]["capability"] == torch.backends.cpu.get_cpu_capability()
+
+
+def test_warm_start_config_rejects_a_bad_autocast():
+    from ragen_rllib.models.warm_start import WarmStartConfig
+
+    with pytest.raises(ValueError, match="WarmStartConfig.autocast='fp16' is invalid"):
+        WarmStartConfig(autocast="fp16")

@@ -16,20 +16,24 @@ class HFEngine:
         model: a loaded causal LM or a Hugging Face id / local path.
         tokenizer: its tokenizer (loaded from ``model`` when it is a path).
         device: torch device of the model.
-        dtype: dtype when loading from a path.
+        dtype: dtype when loading from a path; ``"auto"`` is resolved on ``device`` by
+            :func:`ragen_rllib.precision.resolve_dtype` (CPU: float32), as the learner resolves its weights.
         max_batch_size: prompts per ``generate`` call (bigger batches are chunked).
 
     Log-probs are ``log_softmax(logits / temperature)`` of the sampled id over the full vocabulary
     (temperature 0 = greedy, log-probs at temperature 1), i.e. before top-p/top-k filtering.
     """
 
-    def __init__(self, model, tokenizer=None, device: str = "cpu", dtype: torch.dtype | str = torch.float32,
+    def __init__(self, model, tokenizer=None, device: str = "cpu", dtype: torch.dtype | str = "auto",
                  max_batch_size: int = 64) -> None:
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         if isinstance(model, str):
             tokenizer = tokenizer or AutoTokenizer.from_pretrained(model)
-            dtype = getattr(torch, dtype) if isinstance(dtype, str) else dtype
+            if isinstance(dtype, str):
+                from ragen_rllib.precision import resolve_dtype
+
+                dtype = getattr(torch, resolve_dtype(dtype, device))
             model = AutoModelForCausalLM.from_pretrained(model, dtype=dtype)
         if tokenizer is None:
             raise ValueError("HFEngine needs tokenizer= when model is an already loaded model")

@@ -30,7 +30,9 @@ class VLLMEngine:
 
     Args:
         model: Hugging Face id or local directory.
-        dtype: weight dtype (``float32``, ``bfloat16``...).
+        dtype: weight dtype (``auto``, ``float32``, ``bfloat16``...). ``auto`` is resolved here by
+            :func:`ragen_rllib.precision.resolve_dtype` (CPU: float32; CUDA with bf16: bfloat16), the learner's
+            rule, never passed to vLLM (whose own ``auto`` would follow the checkpoint's dtype).
         max_model_len: longest prompt + response.
         gpu_memory_utilization: share of GPU memory for vLLM (GPU only).
         seed: engine seed.
@@ -39,7 +41,7 @@ class VLLMEngine:
         llm_kwargs: anything else ``vllm.LLM`` takes.
     """
 
-    def __init__(self, model: str, *, dtype: str = "float32", max_model_len: int = 4096,
+    def __init__(self, model: str, *, dtype: str = "auto", max_model_len: int = 4096,
                  gpu_memory_utilization: float = 0.5, seed: int = 0, enforce_eager: bool = True,
                  kv_cache_gib: int = 1, **llm_kwargs) -> None:
         if _cpu_only():
@@ -47,6 +49,10 @@ class VLLMEngine:
             os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", str(kv_cache_gib))
         from vllm import LLM
 
+        from ragen_rllib.precision import resolve_dtype
+
+        if isinstance(dtype, str):
+            dtype = resolve_dtype(dtype, "cpu" if _cpu_only() else "cuda")
         kwargs = dict(model=model, dtype=dtype, max_model_len=max_model_len, seed=seed, enforce_eager=enforce_eager,
                       worker_extension_cls=EXTENSION, logprobs_mode="processed_logprobs")
         if not _cpu_only():

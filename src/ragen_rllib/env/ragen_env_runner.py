@@ -63,7 +63,8 @@ class RagenEnvRunner(EnvRunner):
 
         model = resolve_model(self.config.model_name)
         mc = self.config.model_config or {}
-        kwargs = {"dtype": mc.get("dtype", "float32"), **dict(self.config.engine_kwargs or {})}
+        # "auto" reaches the engine, which resolves it on its own device like the learner's module does.
+        kwargs = {"dtype": mc.get("dtype", "auto"), **dict(self.config.engine_kwargs or {})}
         if self.config.engine in ("auto", "vllm"):
             kwargs.setdefault("max_model_len", self.agent_cfg.max_model_len)
         self.engine = make_engine(self.config.engine, model, **kwargs)

@@ -44,16 +44,22 @@ def sft_train(
     grad_clip: float = 1.0,
     seed: int = 0,
     progress: bool = True,
-    bf16: bool = False,
+    autocast: str | None = "auto",
 ) -> list[float]:
     """Train ``model`` on the samples' masked tokens; returns the loss of every step.
 
     Each sample is ``{"input_ids": list[int], "loss_mask": list[int]}``; the loss is the mean negative
     log-likelihood of the tokens where ``loss_mask`` is 1 (assistant tokens). Cosine learning-rate decay.
-    ``bf16`` runs the forward pass under bfloat16 autocast (weights and optimizer stay fp32; ~2-3x faster
-    on CPUs with AMX/avx512_bf16).
+    ``autocast`` (``"auto"`` | ``"bfloat16"`` | None/``"none"``) is resolved on the model's device by
+    :func:`ragen_rllib.precision.resolve_autocast`: the forward pass runs under bfloat16 autocast only where bf16
+    is fast (CUDA with bf16, CPUs with AVX512-BF16/AMX: ~2-3x faster); weights and optimizer stay fp32.
     """
     from tqdm.auto import tqdm
+
+    from ragen_rllib.precision import resolve_autocast
+
+    device = next(model.parameters()).device
+    amp = resolve_autocast(autocast, device)
 
     rng = np.random.default_rng(seed)
     torch.manual_seed(seed)
@@ -66,8 +72,7 @@ def sft_train(
     bar = tqdm(plan, desc="warm start", unit="batch", disable=not progress)
     for batch in bar:
         ids, _, mask = pad_batch([samples[i] for i in batch], pad_id)
-        device_type = next(model.parameters()).device.type
-        with torch.autocast(device_type, dtype=torch.bfloat16, enabled=bf16):
+        with torch.autocast(device.type, dtype=amp or torch.bfloat16, enabled=amp is not None):
             # Right padding + causal attention: real tokens never see the padding, so no mask is needed
             # (and without one SDPA takes its fast causal path, ~1.5-2x faster on CPU).
             logits = model(input_ids=ids).logits

@@ -35,7 +35,9 @@ class WarmStartConfig:
         noise: probability a demonstrated action is random instead of the oracle's.
         lr: peak AdamW learning rate (cosine decay).
         batch_size: samples per optimizer step.
-        bf16: train under bfloat16 autocast (fp32 master weights; saved weights stay fp32).
+        autocast: ``"auto"`` | ``"bfloat16"`` | None/``"none"``: bfloat16 autocast of the SFT forward passes
+            (fp32 master weights; saved weights stay fp32), resolved per machine by :mod:`ragen_rllib.precision`
+            (``"auto"``: bf16 only on CUDA with bf16 or CPUs with AVX512-BF16/AMX, else fp32).
         eval_episodes: episodes of the acceptance rollout.
         eval_temperature: sampling temperature of the acceptance rollout (RAGEN validation: 0.5).
         agent: the agent layer settings shared by demonstrations and the rollout.
@@ -49,13 +51,18 @@ class WarmStartConfig:
     noise: float = 0.15
     lr: float = 2e-3
     batch_size: int = 8
-    bf16: bool = True
+    autocast: str | None = "auto"
     eval_episodes: int = 64
     eval_temperature: float = 0.5
     agent: AgentConfig = field(default_factory=AgentConfig)
 
     DEFAULT_EPISODES = 640  # per env (small preset: ~4 min of SFT on 2 CPU cores)
     DEFAULT_EPOCHS = 2
+
+    def __post_init__(self) -> None:
+        from ragen_rllib.precision import validate_autocast
+
+        validate_autocast(self.autocast, "WarmStartConfig.autocast")
 
     def resolved(self) -> WarmStartConfig:
         from dataclasses import replace
@@ -78,12 +85,15 @@ class WarmStartReport:
     train_seconds: float
     eval: dict[str, float] = field(default_factory=dict)
     eval_seconds: float = 0.0
+    precision: str = "float32"  # what the SFT forward passes ran in: "bfloat16" (autocast) or "float32"
+    cpu: dict = field(default_factory=dict)  # ragen_rllib.precision.cpu_info() of the machine that trained
 
     def summary(self) -> str:
         lines = [
             f"warm start on {', '.join(self.envs)}: {self.demo_episodes} demonstration episodes, {self.samples} "
             f"samples, {self.trained_tokens} trained tokens, {self.steps} steps in {self.train_seconds:.0f} s; "
-            f"loss {self.first_loss:.3f} -> {self.last_loss:.3f}",
+            f"loss {self.first_loss:.3f} -> {self.last_loss:.3f} ({self.precision}"
+            f"{' autocast' if self.precision == 'bfloat16' else ''} on {self.cpu.get('model') or 'this CPU'})",
         ]
         if self.eval:
             lines.append(
@@ -104,6 +114,7 @@ def warm_start(model_dir: str | Path, cfg: WarmStartConfig, evaluate: bool = Tru
     from ragen_rllib.envs.catalog import resolve_env_id
     from ragen_rllib.models.demonstrations import DemoPolicy, demonstrations
     from ragen_rllib.models.sft import sft_train
+    from ragen_rllib.precision import cpu_info, resolve_autocast
 
     cfg = cfg.resolved()
     env_ids = [resolve_env_id(e) for e in cfg.envs]
@@ -115,13 +126,17 @@ def warm_start(model_dir: str | Path, cfg: WarmStartConfig, evaluate: bool = Tru
                                    cfg.seed, env_configs=env_configs))
     samples = [{"input_ids": s.input_ids, "loss_mask": s.loss_mask} for ep in episodes for s in ep.samples()]
     model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
+    amp = resolve_autocast(cfg.autocast, next(model.parameters()).device)
+    precision = "bfloat16" if amp is not None else "float32"
     start = time.perf_counter()
     losses = sft_train(model, samples, pad_id=tokenizer.pad_token_id, lr=cfg.lr, epochs=cfg.epochs,
-                       batch_size=cfg.batch_size, seed=cfg.seed, progress=progress, bf16=cfg.bf16)
+                       batch_size=cfg.batch_size, seed=cfg.seed, progress=progress,
+                       autocast="bfloat16" if amp is not None else None)
     report = WarmStartReport(
         envs=env_ids, demo_episodes=len(episodes), samples=len(samples),
         trained_tokens=sum(sum(s["loss_mask"]) for s in samples), steps=len(losses),
         first_loss=losses[0], last_loss=losses[-1], train_seconds=time.perf_counter() - start,
+        precision=precision, cpu=cpu_info(),
     )
     model.save_pretrained(model_dir, safe_serialization=True)
     if evaluate:

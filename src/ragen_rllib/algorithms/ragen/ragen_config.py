@@ -18,6 +18,7 @@ from ragen_rllib.algorithms.ragen.hyperparams import (
     RLLIB_OVERRIDES,
     training_doc,
 )
+from ragen_rllib.precision import validate_autocast, validate_dtype
 from ragen_rllib.rl.filtering import FILTER_METRICS, FILTER_STRATEGIES, KEEP, TOP_P_MODES
 from ragen_rllib.rl.rewards import NORM_SCOPES, REWARD_NORMS
 from ragen_rllib.rl.schedules import LR_DECAYS
@@ -131,7 +132,8 @@ class RagenConfig(AlgorithmConfig):
             bad("filter_value", f"{self.filter_strategy} takes a fraction in (0, 1] (RAGEN: top_p 0.9)")
 
     def _validate_lr_schedule(self, bad) -> None:
-        if not isinstance(self.lr_warmup_steps, int) or isinstance(self.lr_warmup_steps, bool) or self.lr_warmup_steps < 0:
+        steps = self.lr_warmup_steps
+        if not isinstance(steps, int) or isinstance(steps, bool) or steps < 0:
             bad("lr_warmup_steps", "use an integer >= 0 (training steps)")
         if self.lr_decay not in LR_DECAYS:
             bad("lr_decay", f"use one of {LR_DECAYS}")
@@ -141,6 +143,16 @@ class RagenConfig(AlgorithmConfig):
                 f"integer > lr_warmup_steps={self.lr_warmup_steps}")
         if not 0 <= self.lr_min_ratio <= 1:
             bad("lr_min_ratio", "use a fraction in [0, 1]")
+
+    def _validate_precision(self) -> None:
+        """model_config's ``dtype``/``autocast`` (both default ``"auto"``, see :mod:`ragen_rllib.precision`)."""
+        mc = self.model_config or {}
+        for key, check in (("dtype", validate_dtype), ("autocast", validate_autocast)):
+            if key in mc:
+                try:
+                    check(mc[key], f"model_config[{key!r}]")
+                except ValueError as err:
+                    self._value_error(f"RagenConfig: {err}")
 
     def _validate_ragen(self) -> None:
         def bad(key: str, fix: str) -> None:
@@ -214,6 +226,7 @@ class RagenConfig(AlgorithmConfig):
             bad("dual_clip", "use None or a value > 1 (RAGEN: 3.0)")
         if self.train_temperature <= 0:
             bad("train_temperature", "use a temperature > 0 for training rollouts (log-probs need sampling)")
+        self._validate_precision()
         if not self.model_name:
             self._value_error("RagenConfig: model_config['model'] is empty: pass a Hugging Face id, a local "
                               "directory or 'tiny:small'")

@@ -3,12 +3,19 @@
 ``model_config`` keys (set through ``RagenConfig.rl_module(model_config=...)``):
 
 - ``model``: Hugging Face id, local directory, or ``tiny:<preset>`` (the offline tiny model).
-- ``dtype``: ``float32`` | ``bfloat16`` | ``float16`` — weights and their state travel in this dtype.
+- ``dtype``: ``auto`` (default) | ``float32`` | ``bfloat16`` | ``float16`` — weights and their state travel in
+  this dtype. ``auto`` (:func:`ragen_rllib.precision.resolve_dtype`): ``bfloat16`` when this process sees a CUDA
+  device with bf16 support, else ``float32`` (on CPU the learner keeps fp32 weights; engines resolve ``auto``
+  the same way, so their weights have the learner's dtype).
 - ``lora``: ``None`` or a dict of ``peft.LoraConfig`` arguments (``r``, ``lora_alpha``, ``target_modules``...).
 - ``value_head``: build a critic head (GAE); it never goes to env runners (``InferenceOnlyAPI``).
 - ``temperature``: sampling temperature the log-probs are computed at (so they match the engine's).
-- ``autocast``: ``None`` or ``"bfloat16"``: run the learner's forward passes under bf16 autocast (weights and
-  optimizer state stay in ``dtype``; ~1.5-2x faster on CPUs with AMX/avx512_bf16 and on GPUs).
+- ``autocast``: ``"auto"`` (default) | ``"bfloat16"`` | ``None``/``"none"``: run the learner's forward passes
+  under bf16 autocast (weights and optimizer state stay in ``dtype``; ~1.5-2x faster on CPUs with
+  AMX/AVX512-BF16 and on GPUs). ``auto`` (:func:`ragen_rllib.precision.resolve_autocast`) picks bf16 only where
+  it is fast, else fp32; it is resolved lazily on the device of the input ids (cached per device type), since
+  the module is built before RLlib moves it to the learner's device. An explicit ``"bfloat16"`` on a CPU
+  without bf16 units (~70x slower matmuls) logs a warning once per process.
 
 The module is never asked for actions: env runners sample with a generation engine and only receive the
 weights. ``get_state`` keeps tensors in the model's dtype (RLlib's default converts to fp32 numpy), and
@@ -40,9 +47,17 @@ class RagenTorchRLModule(TorchRLModule, InferenceOnlyAPI):
         from transformers import AutoModelForCausalLM
 
         from ragen_rllib.models.tiny import resolve_model
+        from ragen_rllib.precision import resolve_dtype, validate_autocast, validate_dtype
 
         cfg = self.model_config or {}
-        dtype = DTYPES[cfg.get("dtype", "float32")]
+        dtype_name, autocast = cfg.get("dtype", "auto"), cfg.get("autocast", "auto")
+        validate_dtype(dtype_name, "model_config['dtype']")
+        validate_autocast(autocast, "model_config['autocast']")
+        #: The autocast setting; resolved per device type on the first forward pass there (see autocast_dtype).
+        self.autocast = autocast
+        self._autocast_dtypes: dict[str, torch.dtype | None] = {}
+        # Weights load here, before RLlib moves the module: resolve on the device this process would train on.
+        dtype = DTYPES[resolve_dtype(dtype_name, "cuda" if torch.cuda.is_available() else "cpu")]
         self.lm = AutoModelForCausalLM.from_pretrained(resolve_model(cfg["model"]), dtype=dtype)
         self.lora = cfg.get("lora")
         if self.lora:
@@ -53,10 +68,6 @@ class RagenTorchRLModule(TorchRLModule, InferenceOnlyAPI):
         #: Whether the entropy output carries gradients; the learner turns it off when entropy_coeff is 0,
         #: so the entropy is then a metric computed without autograd (saves ~15% of a CPU update).
         self.entropy_requires_grad = True
-        autocast = cfg.get("autocast")
-        if autocast not in (None, "bfloat16"):
-            raise ValueError(f"model_config['autocast']={autocast!r} is not supported: use None or 'bfloat16'")
-        self.autocast = autocast == "bfloat16"
         if cfg.get("value_head") and not self.inference_only:
             hidden = self.lm.config.get_text_config().hidden_size
             head = torch.nn.Linear(hidden, 1, dtype=dtype)
@@ -68,6 +79,15 @@ class RagenTorchRLModule(TorchRLModule, InferenceOnlyAPI):
     def has_value_head(self) -> bool:
         return hasattr(self, VALUE_HEAD)
 
+    def autocast_dtype(self, device: torch.device | str) -> torch.dtype | None:
+        """The autocast dtype of forward passes on ``device`` (None: fp32), resolved once per device type."""
+        from ragen_rllib.precision import resolve_autocast
+
+        kind = torch.device(device).type
+        if kind not in self._autocast_dtypes:
+            self._autocast_dtypes[kind] = resolve_autocast(self.autocast, kind)
+        return self._autocast_dtypes[kind]
+
     # ------------------------------------------------------------------ forward
     def _forward(self, batch: dict[str, Any], **kwargs) -> dict[str, Any]:
         return self._forward_train(batch, **kwargs)
@@ -75,7 +95,8 @@ class RagenTorchRLModule(TorchRLModule, InferenceOnlyAPI):
     def _forward_train(self, batch: dict[str, Any], **kwargs) -> dict[str, Any]:
         """Token log-probs (and values, entropy) of ``batch[INPUT_IDS]`` ``[B, T]``; all outputs ``[B, T]``."""
         ids = batch[K.INPUT_IDS].long()
-        with torch.autocast(ids.device.type, dtype=torch.bfloat16, enabled=self.autocast):
+        amp = self.autocast_dtype(ids.device)
+        with torch.autocast(ids.device.type, dtype=amp or torch.bfloat16, enabled=amp is not None):
             out = self.lm(input_ids=ids, output_hidden_states=self.has_value_head)
         logits = out.logits
         result = {K.LOGPROBS: gather_token_logprobs(logits, ids, self.temperature)}
