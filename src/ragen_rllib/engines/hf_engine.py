@@ -17,7 +17,8 @@ class HFEngine:
         tokenizer: its tokenizer (loaded from ``model`` when it is a path).
         device: torch device of the model.
         dtype: dtype when loading from a path; ``"auto"`` is resolved on ``device`` by
-            :func:`ragen_rllib.precision.resolve_dtype` (CPU: float32), as the learner resolves its weights.
+            :func:`ragen_rllib.precision.resolve_dtype` (CPU: float32; the learner keeps fp32 weights
+            and synced weights are cast on load).
         max_batch_size: prompts per ``generate`` call (bigger batches are chunked).
 
     Log-probs are ``log_softmax(logits / temperature)`` of the sampled id over the full vocabulary

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from ragen_rllib.agent.config import AgentConfig
 
-#: Acceptance rollout: env, its config and seeds (RAGEN validates on seed 123 onwards, temperature 0.5).
+#: Acceptance rollout defaults: env, its config and seeds (RAGEN validates on seed 123 onwards, temperature 0.5).
 EVAL_ENV = "ragen/FrozenLake-v0"
 EVAL_ENV_CONFIG = {"size": 4, "is_slippery": False}
 EVAL_SEED = 123
@@ -39,6 +39,8 @@ class WarmStartConfig:
             (fp32 master weights; saved weights stay fp32), resolved per machine by :mod:`ragen_rllib.precision`
             (``"auto"``: bf16 only on CUDA with bf16 or CPUs with AVX512-BF16/AMX, else fp32).
         eval_episodes: episodes of the acceptance rollout.
+        eval_env: env id or short name of the acceptance rollout (default FrozenLake-4x4, non-slippery).
+        eval_env_config: its env_config (None: ``EVAL_ENV_CONFIG`` for the default env, else the env's defaults).
         eval_temperature: sampling temperature of the acceptance rollout (RAGEN validation: 0.5).
         agent: the agent layer settings shared by demonstrations and the rollout.
     """
@@ -53,6 +55,8 @@ class WarmStartConfig:
     batch_size: int = 8
     autocast: str | None = "auto"
     eval_episodes: int = 64
+    eval_env: str = EVAL_ENV
+    eval_env_config: dict | None = None
     eval_temperature: float = 0.5
     agent: AgentConfig = field(default_factory=AgentConfig)
 
@@ -85,6 +89,8 @@ class WarmStartReport:
     train_seconds: float
     eval: dict[str, float] = field(default_factory=dict)
     eval_seconds: float = 0.0
+    eval_env: str = EVAL_ENV
+    eval_env_config: dict = field(default_factory=lambda: dict(EVAL_ENV_CONFIG))
     precision: str = "float32"  # what the SFT forward passes ran in: "bfloat16" (autocast) or "float32"
     cpu: dict = field(default_factory=dict)  # ragen_rllib.precision.cpu_info() of the machine that trained
 
@@ -97,7 +103,7 @@ class WarmStartReport:
         ]
         if self.eval:
             lines.append(
-                f"acceptance rollout ({EVAL_ENV} {EVAL_ENV_CONFIG}, HF engine, {self.eval_seconds:.0f} s): "
+                f"acceptance rollout ({self.eval_env} {self.eval_env_config}, HF engine, {self.eval_seconds:.0f} s): "
                 f"turns parsed {self.eval['format_ok']:.1%}, success {self.eval['success']:.1%}"
             )
         return "\n".join(lines)
@@ -143,6 +149,7 @@ def warm_start(model_dir: str | Path, cfg: WarmStartConfig, evaluate: bool = Tru
         start = time.perf_counter()
         report.eval = evaluate_model(model, tokenizer, cfg)
         report.eval_seconds = time.perf_counter() - start
+        report.eval_env, report.eval_env_config = eval_env(cfg)
     (model_dir / REPORT_FILE).write_text(json.dumps({"config": _jsonable(cfg), "report": asdict(report)}, indent=2))
     return report
 
@@ -159,10 +166,20 @@ def evaluate_model(model, tokenizer, cfg: WarmStartConfig) -> dict[str, float]:
 
     engine = HFEngine(model, tokenizer)
     chat = ChatFormat(tokenizer, prefill=generation_prefill(cfg.agent))
-    envs = [gym.make(EVAL_ENV, **EVAL_ENV_CONFIG) for _ in range(cfg.eval_episodes)]
+    env_id, env_config = eval_env(cfg)
+    envs = [gym.make(env_id, **env_config) for _ in range(cfg.eval_episodes)]
     seeds = [EVAL_SEED + i for i in range(cfg.eval_episodes)]
     sampling = SamplingConfig(temperature=cfg.eval_temperature, seed=cfg.seed)
     return summarize(rollout(engine, chat, envs, seeds, cfg.agent, sampling))
+
+
+def eval_env(cfg: WarmStartConfig) -> tuple[str, dict]:
+    """The acceptance rollout's env id and env_config."""
+    from ragen_rllib.envs.catalog import resolve_env_id
+
+    env_id = resolve_env_id(cfg.eval_env)
+    default = EVAL_ENV_CONFIG if env_id == EVAL_ENV else {}
+    return env_id, dict(default if cfg.eval_env_config is None else cfg.eval_env_config)
 
 
 def _jsonable(cfg: WarmStartConfig) -> dict:

@@ -3,10 +3,11 @@
 ``model_config`` keys (set through ``RagenConfig.rl_module(model_config=...)``):
 
 - ``model``: Hugging Face id, local directory, or ``tiny:<preset>`` (the offline tiny model).
-- ``dtype``: ``auto`` (default) | ``float32`` | ``bfloat16`` | ``float16`` — weights and their state travel in
-  this dtype. ``auto`` (:func:`ragen_rllib.precision.resolve_dtype`): ``bfloat16`` when this process sees a CUDA
-  device with bf16 support, else ``float32`` (on CPU the learner keeps fp32 weights; engines resolve ``auto``
-  the same way, so their weights have the learner's dtype).
+- ``dtype``: ``auto`` (default) | ``float32`` | ``bfloat16`` | ``float16`` — the module's weights (and optimizer
+  state). ``auto`` is ``float32`` on every device: the learner keeps fp32 master weights, since bf16 weights
+  would round away AdamW steps at small learning rates (a step of ~1e-6 relative vs bf16's ~4e-3 resolution);
+  speed comes from ``autocast``. Engines resolve their own ``auto`` (:func:`ragen_rllib.precision.resolve_dtype`:
+  bf16 on a CUDA device with bf16 support, else fp32) and cast the synced weights on load.
 - ``lora``: ``None`` or a dict of ``peft.LoraConfig`` arguments (``r``, ``lora_alpha``, ``target_modules``...).
 - ``value_head``: build a critic head (GAE); it never goes to env runners (``InferenceOnlyAPI``).
 - ``temperature``: sampling temperature the log-probs are computed at (so they match the engine's).
@@ -56,8 +57,8 @@ class RagenTorchRLModule(TorchRLModule, InferenceOnlyAPI):
         #: The autocast setting; resolved per device type on the first forward pass there (see autocast_dtype).
         self.autocast = autocast
         self._autocast_dtypes: dict[str, torch.dtype | None] = {}
-        # Weights load here, before RLlib moves the module: resolve on the device this process would train on.
-        dtype = DTYPES[resolve_dtype(dtype_name, "cuda" if torch.cuda.is_available() else "cpu")]
+        # "auto": fp32 master weights on every device (see the module docstring); bf16 compute via autocast.
+        dtype = DTYPES["float32" if dtype_name == "auto" else resolve_dtype(dtype_name, "cpu")]
         self.lm = AutoModelForCausalLM.from_pretrained(resolve_model(cfg["model"]), dtype=dtype)
         self.lora = cfg.get("lora")
         if self.lora:
