@@ -37,27 +37,15 @@ def test_cli_env_demo_oracles_beat_random():
     assert rows[("ragen/Countdown-v0", "oracle")] == 1.0
 
 
-def test_cli_make_model_rejects_unknown_env_before_building(tmp_path):
+@pytest.mark.parametrize("flags, expected", [
+    (["--warm-start", "FrozenLake,Chess"], ["'Chess' is not registered"]),
+    (["--warm-start", "FrozenLake", "--noise", "1.5"], ["--noise=1.5", "[0, 1]"]),
+    (["--warm-start", "FrozenLake", "--autocast", "fp16"], ["--autocast", "'fp16'"]),
+])
+def test_cli_make_model_rejects_bad_input_before_building(tmp_path, flags, expected):
     proc = subprocess.run([sys.executable, "-m", "ragen_rllib.cli", "make-model", "--preset", "nano", "--out",
-                           str(tmp_path / "m"), "--warm-start", "FrozenLake,Chess"], cwd=ROOT, capture_output=True,
-                          text=True, timeout=120)
-    assert proc.returncode == 2 and "'Chess' is not registered" in proc.stderr
-    assert not (tmp_path / "m").exists()
-
-
-def test_cli_make_model_rejects_bad_noise_before_building(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "ragen_rllib.cli", "make-model", "--preset", "nano", "--out",
-                           str(tmp_path / "m"), "--warm-start", "FrozenLake", "--noise", "1.5"], cwd=ROOT,
-                          capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 2 and "--noise=1.5" in proc.stderr and "[0, 1]" in proc.stderr
-    assert not (tmp_path / "m").exists()
-
-
-def test_cli_make_model_rejects_unknown_autocast_before_building(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "ragen_rllib.cli", "make-model", "--preset", "nano", "--out",
-                           str(tmp_path / "m"), "--warm-start", "FrozenLake", "--autocast", "fp16"], cwd=ROOT,
-                          capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 2 and "--autocast" in proc.stderr and "'fp16'" in proc.stderr
+                           str(tmp_path / "m"), *flags], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and all(text in proc.stderr for text in expected), proc.stderr
     assert not (tmp_path / "m").exists()
 
 

@@ -63,6 +63,8 @@ def test_unknown_training_key_is_named():
     (lambda c: c.training(lr_decay="linear", lr_warmup_steps=5, lr_decay_steps=5), "lr_decay_steps=5"),
     (lambda c: c.training(lr_warmup_steps=-1), "lr_warmup_steps=-1"),
     (lambda c: c.training(lr_min_ratio=2.0), "lr_min_ratio=2.0"),
+    (lambda c: c.training(lr=-1.0), "lr=-1.0 is invalid: use a positive number"),
+    (lambda c: c.training(lr=[[0, 1e-5], [100, 1e-6]]), r"lr=\[\[0, 1e-05\].*lr_warmup_steps"),
     (lambda c: c.rl_module(model_config={"model": "tiny:nano", "dtype": "fp8"}),
      r"model_config\['dtype'\]='fp8' is invalid.*'auto', 'float32', 'bfloat16', 'float16'"),
     (lambda c: c.rl_module(model_config={"model": "tiny:nano", "autocast": "fp16"}),

@@ -132,6 +132,11 @@ class RagenConfig(AlgorithmConfig):
             bad("filter_value", f"{self.filter_strategy} takes a fraction in (0, 1] (RAGEN: top_p 0.9)")
 
     def _validate_lr_schedule(self, bad) -> None:
+        for key in ("lr", "critic_lr"):
+            value = getattr(self, key)
+            if not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0:
+                bad(key, "use a positive number; Ragen schedules it by training step with lr_warmup_steps, "
+                    "lr_decay and lr_decay_steps (RLlib's piecewise lr schedules are not supported)")
         steps = self.lr_warmup_steps
         if not isinstance(steps, int) or isinstance(steps, bool) or steps < 0:
             bad("lr_warmup_steps", "use an integer >= 0 (training steps)")
