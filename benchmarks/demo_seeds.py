@@ -76,7 +76,8 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     p.add_argument("--out", default=str(ROOT / "runs" / "demo_seeds"), help="per-seed demo outputs")
-    p.add_argument("--name", default="demo_seeds", help="file stem of the JSON and PNG under benchmarks/results")
+    p.add_argument("--name", default="demo_seeds", help="file stem of the JSON and PNG")
+    p.add_argument("--results", default=str(OUT), help="folder of the JSON and PNG")
     p.add_argument("demo_args", nargs=argparse.REMAINDER, help="after --: flags passed to every demo run")
     args = p.parse_args()
     extra = [a for a in args.demo_args if a != "--"]
@@ -87,15 +88,16 @@ def main() -> None:
     warm = Path(runs[0]["model"]) / "warm_start.json"
     if warm.exists():
         record["warm_start"] = json.loads(warm.read_text())
-    OUT.mkdir(parents=True, exist_ok=True)
-    (OUT / f"{args.name}.json").write_text(json.dumps(record, indent=2))
-    plot(runs, OUT / f"{args.name}.png")
+    results = Path(args.results)
+    results.mkdir(parents=True, exist_ok=True)
+    (results / f"{args.name}.json").write_text(json.dumps(record, indent=2))
+    plot(runs, results / f"{args.name}.png")
     for r in runs:
         print(f"seed {r['seed']}: {100 * r['before']:.1f}% -> {100 * r['after']:.1f}% ({r['lift_points']:+.1f} points) "
               f"in {r['iterations']} iterations, {r['seconds']:.0f} s of training")
     print(f"lift median {summary['median_lift']:+.1f}, min {summary['min_lift']:+.1f}, max {summary['max_lift']:+.1f} "
           f"points; CPU {record['cpu']['model']} (bf16 units: {record['cpu']['bf16_units']})")
-    print(f"saved {OUT / (args.name + '.json')} and {OUT / (args.name + '.png')}")
+    print(f"saved {results / (args.name + '.json')} and {results / (args.name + '.png')}")
 
 
 if __name__ == "__main__":

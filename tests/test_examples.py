@@ -93,3 +93,22 @@ def test_frozenlake_demo_rejects_a_decay_shorter_than_its_warmup():
     proc = subprocess.run([sys.executable, "examples/train_frozenlake.py", "--iterations", "2", "--lr-warmup-steps",
                            "2"], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and "--iterations=2" in proc.stderr and "--lr-decay constant" in proc.stderr
+
+
+@pytest.mark.slow
+def test_demo_seed_study_runs_each_seed_and_summarises(tmp_path):
+    """benchmarks/demo_seeds.py on a tiny budget: two seeds, one record with runs, summary and CPU."""
+    import json
+
+    log = run("benchmarks/demo_seeds.py", "--seeds", "0", "1", "--out", str(tmp_path / "runs"), "--results",
+              str(tmp_path), "--", "--model", "tiny:nano", "--iterations", "2", "--lr-warmup-steps", "1",
+              "--env-groups", "2", "--group-size", "2", "--val-groups", "2", "--max-response-tokens", "24")
+    record = json.loads((tmp_path / "demo_seeds.json").read_text())
+    assert [r["seed"] for r in record["runs"]] == [0, 1] and "lift median" in log
+    for r in record["runs"]:
+        assert r["iterations"] == 2 and r["lift_points"] == pytest.approx(100 * (r["after"] - r["before"]))
+        assert [p["iteration"] for p in r["curve"]["validation"]] == [0, 2]
+    lifts = [r["lift_points"] for r in record["runs"]]
+    assert record["summary"]["min_lift"] == min(lifts) and record["summary"]["max_lift"] == max(lifts)
+    assert set(record["cpu"]) == {"model", "bf16_units", "capability"}
+    assert (tmp_path / "demo_seeds.png").stat().st_size > 0
