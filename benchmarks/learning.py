@@ -87,7 +87,7 @@ def summarize(runs: list[dict]) -> list[dict]:
     return cells
 
 
-def plot(runs: list[dict], cells: list[dict], path: Path) -> None:
+def plot(cells: list[dict], path: Path) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -140,7 +140,7 @@ def main() -> None:
     record = {"cpu": cpu_info(), "cores": os.cpu_count(), "models": {e: str(m) for e, m in models.items()},
               "warm_starts": warm, "args": vars(args), "cells": cells, "runs": runs}
     (OUT / f"{args.name}.json").write_text(json.dumps(record, indent=2))
-    plot(runs, cells, OUT / f"{args.name}.png")
+    plot(cells, OUT / f"{args.name}.png")
     for c in cells:
         print(f"{c['env']:10s} {c['algo']:5s} validation lift {c['mean_lift']:+.1f} +- {c['std_lift']:.1f} points "
               f"over {c['seeds']} seeds ({', '.join(f'{x:+.1f}' for x in c['lifts'])})")

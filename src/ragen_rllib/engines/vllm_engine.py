@@ -32,7 +32,8 @@ class VLLMEngine:
         model: Hugging Face id or local directory.
         dtype: weight dtype (``auto``, ``float32``, ``bfloat16``...). ``auto`` is resolved here by
             :func:`ragen_rllib.precision.resolve_dtype` (CPU: float32; CUDA with bf16: bfloat16; synced fp32
-            learner weights are cast on load), never passed to vLLM (whose own ``auto`` would follow the checkpoint's dtype).
+            learner weights are cast on load), never passed to vLLM, whose own ``auto`` would follow the
+            checkpoint's dtype.
         max_model_len: longest prompt + response.
         gpu_memory_utilization: share of GPU memory for vLLM (GPU only).
         seed: engine seed.

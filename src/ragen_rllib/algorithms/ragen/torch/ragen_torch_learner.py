@@ -11,9 +11,9 @@ import numpy as np
 import torch
 from ray.rllib.core.learner.learner import Learner
 from ray.rllib.core.learner.torch.torch_learner import TorchLearner
-from ray.rllib.utils.annotations import override
 from ray.rllib.core.learner.training_data import TrainingData
 from ray.rllib.policy.sample_batch import MultiAgentBatch, SampleBatch
+from ray.rllib.utils.annotations import override
 
 from ragen_rllib.algorithms.ragen import keys as K
 from ragen_rllib.algorithms.ragen.ragen_learner import prepare_columns, uses_reference
@@ -54,8 +54,8 @@ class RagenTorchLearner(TorchLearner):
 
     @override(Learner)
     def before_gradient_based_update(self, *, timesteps: dict[str, Any]) -> None:
-        """Apply the lr schedule (``lr_warmup_steps``, ``lr_decay``) of this training step on top of RLlib's
-        own learning rate (a fixed value or RLlib's piecewise schedule)."""
+        """Scale the base learning rates (``lr``, ``critic_lr``) by the schedule factor of this training step
+        (``lr_warmup_steps``, ``lr_decay``); RLlib resets them to the base after the update."""
         super().before_gradient_based_update(timesteps=timesteps)
         step = int(timesteps.get(K.TRAINING_STEP, 0))
         for module_id in self.module.keys():
@@ -63,8 +63,8 @@ class RagenTorchLearner(TorchLearner):
             factor = lr_multiplier(step, warmup_steps=cfg.lr_warmup_steps, decay=cfg.lr_decay,
                                    decay_steps=cfg.lr_decay_steps, min_ratio=cfg.lr_min_ratio)
             for _, optimizer in self.get_optimizers_for_module(module_id):
-                # RLlib 2.60 keeps each optimizer's base lr (fixed or piecewise) only in this private map and
-                # resets the lr to it after every update; no public getter exists.
+                # RLlib 2.60 keeps each optimizer's base lr only in this private map and resets the lr to it
+                # after every update; no public getter exists.
                 base = float(self._optimizer_lr_schedules[optimizer].get_current_value())
                 for group in optimizer.param_groups:
                     group["lr"] = base * factor

@@ -58,7 +58,9 @@ class RagenTorchRLModule(TorchRLModule, InferenceOnlyAPI):
         self.autocast = autocast
         self._autocast_dtypes: dict[str, torch.dtype | None] = {}
         # "auto": fp32 master weights on every device (see the module docstring); bf16 compute via autocast.
-        dtype = DTYPES["float32" if dtype_name == "auto" else resolve_dtype(dtype_name, "cpu")]
+        # Explicit names are checked on the device this process would train on (the slow-bf16 warning is CPU-only).
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+        dtype = DTYPES["float32" if dtype_name == "auto" else resolve_dtype(dtype_name, device)]
         self.lm = AutoModelForCausalLM.from_pretrained(resolve_model(cfg["model"]), dtype=dtype)
         self.lora = cfg.get("lora")
         if self.lora:
