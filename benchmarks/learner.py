@@ -34,8 +34,8 @@ def real_batch(model: str, args):
 
     from ragen_rllib import RagenConfig
     from ragen_rllib.algorithms.ragen.batch import build_batch, padding_fraction
-    from ragen_rllib.env.ragen_env_runner import RagenEnvRunner
     from ragen_rllib.models.tiny import resolve_model
+    from ragen_rllib.runner.ragen_env_runner import RagenEnvRunner
 
     config = (RagenConfig().environment("ragen/FrozenLake-v0", env_config={"size": 4, "is_slippery": False})
               .rl_module(model_config={"model": model, "autocast": args.autocast})
@@ -76,7 +76,7 @@ def time_bare(model_dir: str, batch, minibatches: int, repeats: int, lr: float, 
     import torch
     from transformers import AutoModelForCausalLM
 
-    from ragen_rllib.models.logprobs import gather_token_logprobs
+    from ragen_rllib.logprobs import gather_token_logprobs
 
     model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32).train()
     opt = torch.optim.AdamW(model.parameters(), lr=lr)

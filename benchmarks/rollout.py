@@ -42,7 +42,7 @@ class Recorder:
 
 def make_runner(model: str, engine: str, args):
     from ragen_rllib import RagenConfig
-    from ragen_rllib.env.ragen_env_runner import RagenEnvRunner
+    from ragen_rllib.runner.ragen_env_runner import RagenEnvRunner
 
     config = (RagenConfig().environment("ragen/FrozenLake-v0", env_config={"size": 4, "is_slippery": False})
               .rl_module(model_config={"model": model})

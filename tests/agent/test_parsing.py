@@ -108,7 +108,7 @@ def test_empty_parts_are_dropped_silently_by_default(text):
     assert p.format_ok and p.num_invalid == 0 and p.actions
 
 
-@pytest.mark.parametrize("text, empty", zip(COLLAPSED, [4, 1, 1, 1]))
+@pytest.mark.parametrize("text, empty", list(zip(COLLAPSED, [4, 1, 1, 1], strict=True)))
 def test_reject_empty_actions_counts_each_empty_part_as_invalid(text, empty):
     strict = AgentConfig(reject_empty_actions=True)
     p = parse(text, strict)

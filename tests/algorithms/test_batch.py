@@ -3,10 +3,10 @@
 import numpy as np
 import pytest
 
+from ragen_rllib.agent.trajectory import Trajectory
 from ragen_rllib.agent.transcript import Sample
 from ragen_rllib.algorithms.ragen import keys as K
 from ragen_rllib.algorithms.ragen.batch import build_batch
-from ragen_rllib.env.trajectory import Trajectory
 
 
 def traj(group: int, states: list[str], rewards: list[float]) -> Trajectory:
@@ -85,3 +85,27 @@ def test_group_statistics_count_each_episode_once_in_per_turn_modes():
                         gigpo_gamma=1.0)
     # episode +-0.5; anchor "a": returns 1 and 0 -> +-0.5; turn "b" alone -> 0
     assert [gigpo[K.ADVANTAGES][r][gigpo[K.LOSS_MASK][r] > 0][0] for r in range(3)] == [1.0, 0.5, -1.0]
+
+
+def test_engine_logprobs_that_the_engine_never_returned_fail_loudly():
+    """old_logprobs='engine' would otherwise train on zeros as the old policy (ratio e^logp)."""
+    from ragen_rllib.agent.transcript import Sample as S
+
+    blind = S()
+    blind.extend([9], trained=False)
+    blind.extend([1, 2], trained=True, logprobs=None)  # an engine without log-probs
+    lost = Trajectory(env_id="ragen/Bandit-v0", group_id=0, seed=0, samples=[blind], score=1.0, turn_states=["s"])
+    others = [traj(0, ["s"], [0.0])]
+    build_batch([lost, *others], pad_id=0, adv_estimator="grpo")  # fine when the learner recomputes them
+    with pytest.raises(ValueError, match="old_logprobs='engine'.*returned none.*old_logprobs='learner'"):
+        build_batch([lost, *others], pad_id=0, adv_estimator="grpo", require_sample_logprobs=True)
+
+
+def test_the_driver_writes_every_column_the_learner_needs():
+    batch = build_batch([traj(0, ["s"], [1.0]), traj(0, ["s"], [0.0])], pad_id=0, adv_estimator="gae")
+    assert set(K.LEARNER_INPUTS) <= set(batch)
+    assert batch[K.ADVANTAGES].shape == batch[K.LOSS_MASK].shape and not batch[K.ADVANTAGES].any()  # learner's job
+    assert batch[K.LOSS_SCALE].tolist() == [1.0, 1.0] and batch[K.MICRO_WEIGHT].tolist() == [1.0, 1.0]
+    for key, column in K.COLUMNS.items():
+        if column.writer == "build_batch":
+            assert key in batch, key

@@ -25,7 +25,7 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def sampled(tiny_config):
-    from ragen_rllib.env.ragen_env_runner import RagenEnvRunner
+    from ragen_rllib.runner.ragen_env_runner import RagenEnvRunner
 
     runner = RagenEnvRunner(config=tiny_config(group_size=3))
     try:
@@ -41,8 +41,9 @@ def sampled(tiny_config):
 
 
 def one_update(config, trajectories):
-    from ragen_rllib.models.tiny import resolve_model
     from transformers import AutoTokenizer
+
+    from ragen_rllib.models.tiny import resolve_model
 
     pad = AutoTokenizer.from_pretrained(resolve_model("tiny:nano")).pad_token_id
     batch = build_batch(trajectories, pad, adv_estimator=config.adv_estimator, gigpo_gamma=config.gigpo_gamma,
@@ -124,7 +125,7 @@ def test_shaping_filtering_and_gigpo_feed_the_learner(tiny_config, sampled):
 def test_first_turn_splits_prompt_and_reasoning(sampled):
     from transformers import AutoTokenizer
 
-    from ragen_rllib.algorithms.ragen.diagnostics import first_turn
+    from ragen_rllib.algorithms.ragen.reasoning_mi import first_turn
     from ragen_rllib.models.tiny import resolve_model
 
     tok = AutoTokenizer.from_pretrained(resolve_model("tiny:nano"))
@@ -141,7 +142,7 @@ def test_first_turn_splits_prompt_and_reasoning(sampled):
 
 @pytest.mark.parametrize("mode", ["limited_multi_turn", "single_turn"])
 def test_per_turn_context_modes_train_each_turn_once_per_episode(tiny_config, mode):
-    from ragen_rllib.env.ragen_env_runner import RagenEnvRunner
+    from ragen_rllib.runner.ragen_env_runner import RagenEnvRunner
 
     config = tiny_config(group_size=2, max_turns=3, context_mode=mode, context_window=1, adv_estimator="grpo")
     runner = RagenEnvRunner(config=config)
@@ -171,8 +172,9 @@ def test_per_turn_context_modes_train_each_turn_once_per_episode(tiny_config, mo
 def test_lr_schedule_scales_the_update_of_each_training_step(tiny_config, sampled, step, factor):
     """Warm-up 4 steps, then linear decay to 0 at step 6: step 0 -> 1/4, step 3 -> 1, step 5 -> 1/2.
     AdamW's first step moves each weight by about lr x sign(grad), so the largest move is ~lr x factor."""
-    from ragen_rllib.models.tiny import resolve_model
     from transformers import AutoTokenizer
+
+    from ragen_rllib.models.tiny import resolve_model
 
     lr = 1e-3
     config = tiny_config(adv_estimator="grpo", group_size=3, entropy_coeff=0.0, lr=lr, lr_warmup_steps=4,

@@ -31,9 +31,26 @@ def test_training_sets_ragen_and_rllib_keys():
     c.validate()
 
 
-def test_unknown_training_key_is_named():
-    with pytest.raises(ValueError, match="clip_hihg"):
+def test_unknown_training_key_is_named_with_the_nearest_names():
+    with pytest.raises(ValueError, match="'clip_hihg' \\(did you mean 'clip_high'"):
         tiny().training(clip_hihg=0.3)
+    with pytest.raises(ValueError, match="'minibatch_sise' \\(did you mean 'minibatch_size'"):  # an RLlib key
+        tiny().training(minibatch_sise=8)
+
+
+def test_every_hyperparameter_is_typed_with_a_default_and_a_meaning():
+    from dataclasses import fields
+
+    from ragen_rllib.algorithms.ragen.hyperparams import TYPES, RagenHyperparams
+
+    names = [f.name for f in fields(RagenHyperparams)]
+    assert names == list(HYPERPARAMS) == list(TYPES)
+    c = RagenConfig()
+    for name in names:  # the instance holds the declared default, of the declared type
+        default, meaning = HYPERPARAMS[name]
+        assert getattr(c, name) == default and meaning
+    assert issubclass(RagenConfig, RagenHyperparams)  # the typed attributes an IDE / type checker sees
+    assert RagenConfig().engine_kwargs is not RagenConfig().engine_kwargs  # mutable defaults are not shared
 
 
 @pytest.mark.parametrize("change, match", [
@@ -43,7 +60,9 @@ def test_unknown_training_key_is_named():
     (lambda c: c.training(adv_estimator="rloo", group_size=1), "group_size=1.*rloo"),
     (lambda c: c.training(adv_estimator="bi_level_gae", use_turn_scores=True), "use_turn_scores=True.*bi_level_gae"),
     (lambda c: c.rl_module(model_config={"model": "tiny:nano", "value_head": False}).training(adv_estimator="gae"),
-     "adv_estimator='gae' needs a critic.*value_head"),
+     r"value_head'\]=False disagrees with adv_estimator='gae', which needs a critic"),
+    (lambda c: c.rl_module(model_config={"model": "tiny:nano", "value_head": True}).training(adv_estimator="grpo"),
+     r"value_head'\]=True disagrees with adv_estimator='grpo', which has no critic"),
     (lambda c: c.training(adv_estimator="gigpo", gigpo_gamma=1.5), "gigpo_gamma=1.5"),
     (lambda c: c.training(adv_estimator="ppo2"), "adv_estimator='ppo2'"),
     (lambda c: c.training(minibatch_size=1000, env_groups=2, group_size=4), "minibatch_size=1000.*8 trajectories"),
@@ -65,6 +84,16 @@ def test_unknown_training_key_is_named():
     (lambda c: c.training(lr_min_ratio=2.0), "lr_min_ratio=2.0"),
     (lambda c: c.training(lr=-1.0), "lr=-1.0 is invalid: use a positive number"),
     (lambda c: c.training(lr=[[0, 1e-5], [100, 1e-6]]), r"lr=\[\[0, 1e-05\].*lr_warmup_steps"),
+    (lambda c: c.training(loss_agg_mode="nonsense"), "loss_agg_mode='nonsense'.*'token-mean'"),
+    (lambda c: c.training(kl_type="k9"), "kl_type='k9'.*'k1', 'k2', 'k3', 'abs'"),
+    (lambda c: c.training(filter_keep="middle"), "filter_keep='middle'.*largest"),
+    (lambda c: c.training(filter_metric="variance"), "filter_metric='variance'.*reward_std"),
+    (lambda c: c.training(filter_top_p_mode="cubic"), "filter_top_p_mode='cubic'"),
+    (lambda c: c.training(reward_norm="zscore"), "reward_norm='zscore'"),
+    (lambda c: c.training(reward_norm_scope="world"), "reward_norm_scope='world'"),
+    (lambda c: c.training(env_groups="8"), "env_groups='8'.*type int, not str"),
+    (lambda c: c.training(use_kl_loss="yes"), "use_kl_loss='yes'.*type bool"),
+    (lambda c: c.training(clip_high=None), "clip_high=None.*not None"),
     (lambda c: c.rl_module(model_config={"model": "tiny:nano", "dtype": "fp8"}),
      r"model_config\['dtype'\]='fp8' is invalid.*'auto', 'float32', 'bfloat16', 'float16'"),
     (lambda c: c.rl_module(model_config={"model": "tiny:nano", "autocast": "fp16"}),

@@ -8,7 +8,8 @@ import math
 import numpy as np
 import pytest
 import torch
-from ray.rllib.core import DEFAULT_MODULE_ID
+from ray.rllib.core import ALL_MODULES, DEFAULT_MODULE_ID
+from ray.rllib.utils.test_utils import check_train_results_new_api_stack
 
 from ragen_rllib.algorithms.ragen import keys as K
 from ragen_rllib.algorithms.ragen.batch import build_batch
@@ -17,7 +18,8 @@ pytestmark = pytest.mark.slow
 
 RUNNER_KEYS = (K.SUCCESS_RATE, K.EPISODE_RETURN_MEAN, K.ACTION_VALID_RATE, K.TURNS_MEAN, K.RESPONSE_TOKENS_MEAN,
                K.PASS_AT_K, K.IN_GROUP_REWARD_STD_MEAN, K.GENERATED_TOKENS_PER_S)
-LEARNER_KEYS = (K.POLICY_LOSS, K.VALUE_LOSS, K.ENTROPY_METRIC, K.APPROX_KL, K.CLIP_FRACTION, K.GRAD_NORM)
+LEARNER_KEYS = (K.POLICY_LOSS, K.VALUE_LOSS, K.ENTROPY_METRIC, K.APPROX_KL, K.CLIP_FRACTION, K.DUAL_CLIP_FRACTION,
+                K.GRAD_NORM, K.PADDING_FRACTION)
 
 
 def learner_weights(algo):
@@ -78,6 +80,14 @@ def test_one_runner_local_learner_trains_syncs_weights_and_trains_on_the_sampled
         results = [algo.train() for _ in range(2)]
         for result in results:
             assert_metrics(result)
+            check_train_results_new_api_stack(result)  # RLlib's own result checker
+            assert set(result["learners"]) <= {DEFAULT_MODULE_ID, ALL_MODULES}  # module ids only
+            assert 0 <= result["learners"][DEFAULT_MODULE_ID][K.PADDING_FRACTION] < 1
+        # RLlib's step counters (Tune's stop keys): lifetime = the sum of the per-iteration counts
+        steps = [r["env_runners"]["num_env_steps_sampled"] for r in results]
+        assert min(steps) > 0 and results[1]["env_runners"]["num_env_steps_sampled_lifetime"] == sum(steps)
+        assert results[1]["num_env_steps_sampled_lifetime"] == sum(steps)
+        assert results[1]["env_runners"]["runner_errors_lifetime"] == 0
         assert K.SUCCESS_RATE in results[1]["evaluation"]["env_runners"]  # validation every 2 iterations
         assert algo.eval_env_runner_group is None  # ...on the training runners: no engine on the driver
         after = learner_weights(algo)[0]

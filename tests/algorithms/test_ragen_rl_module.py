@@ -8,7 +8,7 @@ from transformers import AutoModelForCausalLM
 from ragen_rllib.algorithms.ragen import keys as K
 from ragen_rllib.algorithms.ragen.torch.ragen_torch_rl_module import VALUE_HEAD, RagenTorchRLModule
 from ragen_rllib.envs.base import text_space
-from ragen_rllib.models.logprobs import gather_token_logprobs
+from ragen_rllib.logprobs import gather_token_logprobs
 from ragen_rllib.models.tiny import tiny_model_path
 
 
@@ -115,7 +115,8 @@ def test_micro_batched_update_takes_the_same_step_as_one_pass():
     mask[:, 4:] = 1
     mask[2, 7:] = 0
     batch = {K.INPUT_IDS: ids.numpy(), K.ATTENTION_MASK: torch.ones(6, 10).numpy(), K.LOSS_MASK: mask.numpy(),
-             K.ADVANTAGES: (torch.randn(6, 1) * mask).numpy()}
+             K.ADVANTAGES: (torch.randn(6, 1) * mask).numpy(), K.SAMPLE_LOGPROBS: torch.zeros(6, 10).numpy(),
+             K.LOSS_SCALE: torch.ones(6).numpy(), K.MICRO_WEIGHT: torch.ones(6).numpy()}
     params, metrics = [], []
     for micro in (6, 1, 3):
         config = (RagenConfig().environment("ragen/FrozenLake-v0")

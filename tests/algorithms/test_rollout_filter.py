@@ -4,9 +4,9 @@ from types import SimpleNamespace
 
 import pytest
 
+from ragen_rllib.agent.trajectory import Trajectory
 from ragen_rllib.algorithms.ragen import keys as K
 from ragen_rllib.algorithms.ragen.rollout_filter import filter_trajectories
-from ragen_rllib.env.trajectory import Trajectory
 
 
 def cfg(**kw):

@@ -7,8 +7,8 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 from ragen_rllib.engines.base import FINISH_LENGTH, FINISH_STOP, SamplingConfig
 from ragen_rllib.engines.factory import make_engine
 from ragen_rllib.engines.hf_engine import HFEngine
-from ragen_rllib.models.logprobs import gather_token_logprobs
-from ragen_rllib.models.tiny import tiny_model_path
+from ragen_rllib.logprobs import gather_token_logprobs
+from ragen_rllib.models.tiny import resolve_model, tiny_model_path
 
 WORDS = ["left", "up", "down", "right", "box", "goal", "hole", "ice"]
 
@@ -93,8 +93,8 @@ def test_make_engine_rejects_unknown_backend():
         make_engine("tgi", "tiny:nano")
 
 
-def test_make_engine_hf_resolves_tiny_names():
-    assert isinstance(make_engine("hf", "tiny:nano"), HFEngine)
+def test_make_engine_hf_builds_an_hf_engine():
+    assert isinstance(make_engine("hf", resolve_model("tiny:nano")), HFEngine)
 
 
 @pytest.mark.parametrize("dtype, expected", [("auto", torch.float32), ("float32", torch.float32),
@@ -104,15 +104,15 @@ def test_hf_engine_resolves_auto_dtype_like_the_learner(monkeypatch, dtype, expe
     from ragen_rllib import precision
 
     monkeypatch.setattr(precision, "cpu_has_bf16_units", lambda: True)
-    engine = make_engine("hf", "tiny:nano", dtype=dtype)
+    engine = make_engine("hf", resolve_model("tiny:nano"), dtype=dtype)
     assert all(p.dtype == expected for p in engine.model.parameters())
     with pytest.raises(ValueError, match="dtype='fp8' is invalid"):
-        make_engine("hf", "tiny:nano", dtype="fp8")
+        make_engine("hf", resolve_model("tiny:nano"), dtype="fp8")
 
 
 @pytest.fixture(scope="module")
 def vllm_engine():
-    engine = make_engine("vllm", "tiny:nano", max_model_len=512)
+    engine = make_engine("vllm", resolve_model("tiny:nano"), max_model_len=512)
     yield engine
     engine.close()
 

@@ -3,8 +3,8 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM
 
+from ragen_rllib.logprobs import gather_token_logprobs
 from ragen_rllib.models import tiny
-from ragen_rllib.models.logprobs import gather_token_logprobs
 from ragen_rllib.models.sft import length_buckets, pad_batch, sft_train
 
 

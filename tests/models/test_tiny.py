@@ -25,8 +25,9 @@ def test_nano_loads_and_is_small(nano_dir):
 
 def test_small_preset_size():
     cfg = tiny.PRESETS["small"]
-    from transformers import Qwen2Config, Qwen2ForCausalLM
     from dataclasses import asdict
+
+    from transformers import Qwen2Config, Qwen2ForCausalLM
 
     with torch.device("meta"):
         model = Qwen2ForCausalLM(Qwen2Config(vocab_size=1280, tie_word_embeddings=True, **asdict(cfg)))

@@ -5,16 +5,8 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ragen_rllib.rl.advantages import (
-    bilevel_gae,
-    broadcast_to_tokens,
-    gae,
-    grpo,
-    reinforce_pp,
-    rloo,
-    token_rewards,
-    turn_token_rewards,
-)
+from ragen_rllib.rl.advantages import bilevel_gae, gae, grpo, reinforce_pp, rloo
+from ragen_rllib.rl.tokens import broadcast_to_tokens, token_rewards, turn_token_rewards
 
 
 def test_token_rewards_put_scores_on_the_given_token():

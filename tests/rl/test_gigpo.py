@@ -6,7 +6,8 @@ import statistics
 import pytest
 import torch
 
-from ragen_rllib.rl.advantages import discounted_returns, gigpo, steps_to_tokens
+from ragen_rllib.rl.advantages import discounted_returns, gigpo
+from ragen_rllib.rl.tokens import steps_to_tokens
 
 
 def episodes():

@@ -5,8 +5,15 @@ import math
 import pytest
 import torch
 
-from ragen_rllib.rl.losses import (AGG_MODES, aggregate, entropy_from_logits, kl_penalty, micro_batch_weights,
-                                   policy_loss, value_loss)
+from ragen_rllib.rl.losses import (
+    AGG_MODES,
+    aggregate,
+    entropy_from_logits,
+    kl_penalty,
+    micro_batch_weights,
+    policy_loss,
+    value_loss,
+)
 
 
 def test_aggregation_modes():

@@ -14,13 +14,11 @@ def vllm_available() -> bool:
 
 
 def make_engine(backend: str, model: str, **kwargs) -> GenerationEngine:
-    """``backend``: ``vllm`` | ``hf`` | ``auto`` (vLLM when importable, else HF). ``model``: HF id, local
-    directory or ``tiny:<preset>``. ``kwargs`` go to the engine (``dtype``, ``max_model_len``...)."""
-    from ragen_rllib.models.tiny import resolve_model
-
+    """``backend``: ``vllm`` | ``hf`` | ``auto`` (vLLM when importable, else HF). ``model``: HF id or local
+    directory (the caller resolves ``tiny:<preset>`` names: ``ragen_rllib.models.tiny.resolve_model``).
+    ``kwargs`` go to the engine (``dtype``, ``max_model_len``...)."""
     if backend not in BACKENDS:
         raise ValueError(f"engine backend={backend!r} is unknown: use one of {BACKENDS}")
-    model = resolve_model(model)
     if backend == "vllm" or (backend == "auto" and vllm_available()):
         from ragen_rllib.engines.vllm_engine import VLLMEngine
 

@@ -50,7 +50,7 @@ class HFEngine:
     @torch.no_grad()
     def score(self, prompts: Sequence[Sequence[int]], continuations: Sequence[Sequence[int]]) -> list[list[float]]:
         """Log-probs of given continuations (one forward pass per sequence)."""
-        from ragen_rllib.models.logprobs import gather_token_logprobs
+        from ragen_rllib.logprobs import gather_token_logprobs
 
         scores = []
         for prompt, cont in zip(prompts, continuations, strict=True):

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-from ragen_rllib.models.logprobs import gather_token_logprobs, masked_mean
+from ragen_rllib.logprobs import gather_token_logprobs, masked_mean
 
 
 def pad_batch(samples: Sequence[dict], pad_id: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:

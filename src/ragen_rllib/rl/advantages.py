@@ -13,95 +13,15 @@ Conventions (all functions):
 
 from __future__ import annotations
 
-import math
-
 import torch
 
-WHITEN_EPS = 1e-8  # added to the variance before the rsqrt in masked_whiten (verl's value)
-
-
-def _compute_dtype(x: torch.Tensor) -> torch.dtype:
-    return torch.float64 if x.dtype == torch.float64 else torch.float32
-
-
-def _bool_mask(mask: torch.Tensor) -> torch.Tensor:
-    return mask if mask.dtype == torch.bool else mask != 0
-
-
-def masked_mean(values: torch.Tensor, mask: torch.Tensor, dim: int | None = None) -> torch.Tensor:
-    """Mean of ``values`` where ``mask`` is true (0 where nothing is masked in).
-
-    Args:
-        values: any shape ``S``.
-        mask: shape ``S`` (bool or 0/1). Positions outside it may hold NaN/inf: they are never read.
-        dim: reduce over this dim only (``None``: over everything, scalar result).
-    """
-    m = _bool_mask(mask)
-    picked = torch.where(m, values, torch.zeros((), dtype=values.dtype, device=values.device))
-    count = m.sum() if dim is None else m.sum(dim)
-    total = picked.sum() if dim is None else picked.sum(dim)
-    return total / count.clamp(min=1).to(values.dtype)
-
-
-def masked_whiten(values: torch.Tensor, mask: torch.Tensor, eps: float = WHITEN_EPS) -> torch.Tensor:
-    """``(x - mean) / sqrt(var + eps)`` over the masked entries of the whole tensor (verl ``masked_whiten``).
-
-    The variance is unbiased (divisor ``n - 1``). Masked-out entries come back as 0; with 0 or 1 masked
-    entries the result is all 0 (verl raises there instead).
-
-    Args:
-        values: ``[B, T]``.
-        mask: ``[B, T]``.
-    """
-    m = _bool_mask(mask)
-    n = m.sum()
-    mean = masked_mean(values, m)
-    centered = torch.where(m, values - mean, torch.zeros((), dtype=values.dtype, device=values.device))
-    var = (centered**2).sum() / (n - 1).clamp(min=1).to(values.dtype)
-    return centered * torch.rsqrt(var + eps)
-
-
-def _scatter_to_tokens(values: torch.Tensor, index: torch.Tensor, length: int, name: str) -> torch.Tensor:
-    """Put ``values [B, K]`` at token positions ``index [B, K]`` (-1: dropped) of a ``[B, length]`` zero tensor."""
-    if index.shape != values.shape:
-        raise ValueError(f"{name} has shape {tuple(index.shape)} but the values have {tuple(values.shape)}")
-    index = index.long()
-    if bool(((index < -1) | (index >= length)).any()):
-        raise ValueError(f"{name} must lie in [0, {length}) or be -1 (padding); got {index.tolist()}")
-    valid = index >= 0
-    dtype = _compute_dtype(values)
-    out = torch.zeros(values.shape[0], length + 1, dtype=dtype, device=values.device)
-    src = torch.where(valid, values.to(dtype), torch.zeros((), dtype=dtype, device=values.device))
-    out.scatter_add_(1, torch.where(valid, index, length), src)  # padding lands in the extra column
-    return out[:, :length]
-
-
-def token_rewards(scores: torch.Tensor, last_index: torch.Tensor, T: int) -> torch.Tensor:
-    """Place one scalar per sequence on one token (the trajectory reward on the last trained token).
-
-    Args:
-        scores: ``[B]`` sequence rewards.
-        last_index: ``[B]`` long, token index in ``[0, T)``; ``-1`` means "no trained token" (row of 0).
-        T: sequence length.
-
-    Returns:
-        ``[B, T]`` zeros except ``out[b, last_index[b]] = scores[b]``.
-    """
-    return _scatter_to_tokens(scores.unsqueeze(-1), last_index.unsqueeze(-1), T, "last_index")
-
-
-def turn_token_rewards(turn_rewards: torch.Tensor, turn_ends: torch.Tensor, T: int) -> torch.Tensor:
-    """Place each turn's reward on that turn's last trained token (``use_turn_scores``).
-
-    Args:
-        turn_rewards: ``[B, N]`` per-turn rewards (entries at padded turns are ignored).
-        turn_ends: ``[B, N]`` long, token index of each turn's last trained token, ``-1`` for padding.
-        T: sequence length.
-
-    Returns:
-        ``[B, T]`` with ``out[b, turn_ends[b, n]] += turn_rewards[b, n]`` for every real turn.
-    """
-    return _scatter_to_tokens(turn_rewards, turn_ends, T, "turn_ends")
+from ragen_rllib.logprobs import bool_mask
+from ragen_rllib.rl.tokens import (
+    compute_dtype,
+    group_stats,
+    masked_whiten,
+    scatter_to_tokens,
+)
 
 
 def _masked_gae_scan(
@@ -144,8 +64,8 @@ def _prepare(token_rewards: torch.Tensor, values: torch.Tensor, mask: torch.Tens
             f"token_rewards, values and mask must share one [B, T] shape; got {tuple(token_rewards.shape)}, "
             f"{tuple(values.shape)}, {tuple(mask.shape)}"
         )
-    dtype = _compute_dtype(values)
-    return token_rewards.to(dtype), values.to(dtype), _bool_mask(mask)
+    dtype = compute_dtype(values)
+    return token_rewards.to(dtype), values.to(dtype), bool_mask(mask)
 
 
 def gae(
@@ -236,9 +156,9 @@ def bilevel_gae(
     Returns:
         ``(advantages [B, T], returns [B, T])``, 0 off the mask; advantages whitened when ``whiten``.
     """
-    dtype = _compute_dtype(values)
+    dtype = compute_dtype(values)
     values = values.to(dtype)
-    m = _bool_mask(mask)
+    m = bool_mask(mask)
     if values.shape != m.shape or values.dim() != 2:
         raise ValueError(f"values and mask must share one [B, T] shape; got {tuple(values.shape)}, {tuple(m.shape)}")
     if turn_rewards.shape != turn_ends.shape:
@@ -249,42 +169,11 @@ def bilevel_gae(
     end_values = values.gather(1, turn_ends.clamp(min=0))
     turn_adv = _masked_gae_scan(turn_rewards.to(dtype), end_values, valid, high_gamma, lam)
     targets = turn_adv + end_values  # G_k
-    rewards = _scatter_to_tokens(targets, turn_ends, T, "turn_ends").to(dtype)
-    stop = _scatter_to_tokens(valid.to(dtype), turn_ends, T, "turn_ends") > 0
+    rewards = scatter_to_tokens(targets, turn_ends, T, "turn_ends").to(dtype)
+    stop = scatter_to_tokens(valid.to(dtype), turn_ends, T, "turn_ends") > 0
     adv = _masked_gae_scan(rewards, values, m, gamma, lam, stop=stop)
     returns = torch.where(m, adv + values, torch.zeros_like(adv))
     return (masked_whiten(adv, m) if whiten else adv), returns
-
-
-def group_stats(
-    scores: torch.Tensor, group_ids: torch.Tensor
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Per-group count, mean and unbiased std of ``scores``.
-
-    Args:
-        scores: ``[B]``.
-        group_ids: ``[B]`` long, any values.
-
-    Returns:
-        ``(unique_ids [G] sorted, inverse [B], count [G], mean [G], std [G])``. ``std`` uses divisor
-        ``n - 1`` (``torch.std``); it is exactly 0 for singleton groups and for groups whose scores are
-        all equal (no float residue).
-    """
-    if scores.dim() != 1 or scores.shape != group_ids.shape:
-        raise ValueError(f"scores and group_ids must both be [B]; got {tuple(scores.shape)}, {tuple(group_ids.shape)}")
-    x = scores.to(_compute_dtype(scores))
-    uniq, inv = torch.unique(group_ids, sorted=True, return_inverse=True)
-    G = uniq.numel()
-    count = torch.bincount(inv, minlength=G)
-    mean = torch.zeros(G, dtype=x.dtype, device=x.device).index_add_(0, inv, x) / count.clamp(min=1)
-    hi = torch.full((G,), -math.inf, dtype=x.dtype, device=x.device).scatter_reduce(0, inv, x, "amax")
-    lo = torch.full((G,), math.inf, dtype=x.dtype, device=x.device).scatter_reduce(0, inv, x, "amin")
-    constant = hi == lo
-    mean = torch.where(constant, hi, mean)  # exact mean of a constant group
-    dev = x - mean[inv]
-    var = torch.zeros(G, dtype=x.dtype, device=x.device).index_add_(0, inv, dev**2) / (count - 1).clamp(min=1)
-    std = torch.where(constant, torch.zeros_like(var), var.sqrt())
-    return uniq, inv, count, mean, std
 
 
 def grpo(
@@ -344,11 +233,11 @@ def reinforce_pp(
     Returns:
         ``[B, T]`` advantages, 0 off the mask.
     """
-    m = _bool_mask(mask)
+    m = bool_mask(mask)
     if token_rewards.shape != m.shape or m.dim() != 2:
         raise ValueError(f"token_rewards and mask must share one [B, T] shape; got {tuple(token_rewards.shape)}, "
                          f"{tuple(m.shape)}")
-    rewards = token_rewards.to(_compute_dtype(token_rewards))
+    rewards = token_rewards.to(compute_dtype(token_rewards))
     zeros = torch.zeros_like(rewards)
     # A return-to-go is GAE with V = 0 and lambda = 1.
     returns = _masked_gae_scan(rewards, zeros, m, gamma, 1.0)
@@ -360,10 +249,10 @@ def discounted_returns(rewards: torch.Tensor, mask: torch.Tensor, gamma: float) 
 
     Steps are turns here (GiGPO); padding steps (mask 0) are skipped, not reset.
     """
-    m = _bool_mask(mask)
+    m = bool_mask(mask)
     if rewards.shape != m.shape or m.dim() != 2:
         raise ValueError(f"rewards and mask must share one [B, N] shape; got {tuple(rewards.shape)}, {tuple(m.shape)}")
-    r = rewards.to(_compute_dtype(rewards))
+    r = rewards.to(compute_dtype(rewards))
     return _masked_gae_scan(r, torch.zeros_like(r), m, gamma, 1.0)
 
 
@@ -395,7 +284,7 @@ def gigpo(
     Returns:
         ``[B, N]`` advantages, 0 off the mask (put on tokens with :func:`steps_to_tokens`).
     """
-    m = _bool_mask(step_mask)
+    m = bool_mask(step_mask)
     if not (step_rewards.shape == m.shape == state_ids.shape) or m.dim() != 2 or scores.shape != group_ids.shape \
             or scores.shape[0] != m.shape[0]:
         raise ValueError(f"gigpo needs scores/group_ids [B] and step_rewards/step_mask/state_ids [B, N]; got "
@@ -409,31 +298,3 @@ def gigpo(
     out = torch.zeros_like(returns)
     out[m] = episode.to(out.dtype).unsqueeze(-1).expand_as(out)[m] + step_weight * step
     return out
-
-
-def steps_to_tokens(step_adv: torch.Tensor, step_ends: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """Put each step's advantage on its tokens: token ``t`` belongs to the first step whose end is ``>= t``.
-
-    Args:
-        step_adv: ``[B, N]`` per-step advantages.
-        step_ends: ``[B, N]`` long index of each step's last token, increasing; ``-1`` pads.
-        mask: ``[B, T]`` trained tokens.
-
-    Returns:
-        ``[B, T]``, 0 off the mask.
-    """
-    m = _bool_mask(mask)
-    if step_adv.shape != step_ends.shape or step_adv.shape[0] != m.shape[0]:
-        raise ValueError(f"step_adv and step_ends must be [B, N] with the mask's B; got {tuple(step_adv.shape)}, "
-                         f"{tuple(step_ends.shape)}, {tuple(m.shape)}")
-    T = m.shape[1]
-    ends = torch.where(step_ends < 0, torch.full_like(step_ends, T), step_ends).contiguous()
-    positions = torch.arange(T, device=m.device).expand(m.shape[0], T).contiguous()
-    index = torch.searchsorted(ends, positions).clamp(max=step_adv.shape[1] - 1)
-    return torch.where(m, step_adv.gather(1, index), torch.zeros((), dtype=step_adv.dtype, device=step_adv.device))
-
-
-def broadcast_to_tokens(adv: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """Repeat a per-sequence advantage ``[B]`` on every trained token: ``[B, T]``, 0 off the mask."""
-    m = _bool_mask(mask)
-    return torch.where(m, adv.unsqueeze(-1), torch.zeros((), dtype=adv.dtype, device=adv.device))

@@ -11,7 +11,7 @@ import math
 
 import torch
 
-from ragen_rllib.rl.advantages import group_stats
+from ragen_rllib.rl.tokens import group_stats
 
 FILTER_STRATEGIES = ("top_p", "top_k", "top_k_abs", "min_p")
 TOP_P_MODES = ("linear", "softmax")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import torch
 
-from ragen_rllib.rl.advantages import masked_mean
+from ragen_rllib.logprobs import masked_mean
 
 AGG_MODES = ("token-mean", "seq-mean-token-mean", "seq-mean-token-sum", "seq-mean-token-sum-norm")
 KL_KINDS = ("k1", "k2", "k3", "abs")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from ragen_rllib.rl.advantages import group_stats
+from ragen_rllib.rl.tokens import group_stats
 
 REWARD_NORMS = ("identity", "mean", "mean_std")
 NORM_SCOPES = ("group", "batch")

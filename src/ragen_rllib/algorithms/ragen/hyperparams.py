@@ -1,104 +1,220 @@
-"""Every Ragen hyperparameter in one place: name -> (default, one-line meaning). Defaults follow RAGEN.
+"""Every Ragen hyperparameter in one place, typed: :class:`RagenHyperparams` (name, type, default and a
+one-line meaning each; defaults follow RAGEN), the allowed values of every enumerated key (:data:`CHOICES`)
+and the RLlib defaults Ragen changes (:data:`RLLIB_OVERRIDES`).
 
-Agent-layer settings take their defaults from :class:`ragen_rllib.agent.config.AgentConfig` (their one home).
-``RagenConfig.__init__`` sets these, ``RagenConfig.training(**kw)`` accepts them, and the docstring of
-``training`` is generated from this table.
+:class:`~.ragen_config.RagenConfig` inherits the typed attributes (an IDE and a type checker see them),
+``RagenConfig.training(**kw)`` accepts exactly these names (plus RLlib's own), ``validate()`` checks every
+value against its type and choices, and the docstring of ``training`` is generated from here. The agent-layer
+keys take their defaults and meanings from :class:`ragen_rllib.agent.config.AgentConfig` (their one home).
 """
 
 from __future__ import annotations
 
-from dataclasses import fields
+import types
+import typing
+from dataclasses import MISSING, Field, dataclass, field, fields
+from typing import Any
 
-from ragen_rllib.agent.config import AgentConfig
+from ragen_rllib.agent.config import CONTEXT_MODES, AgentConfig
+from ragen_rllib.algorithms.ragen.estimators import ESTIMATORS
 from ragen_rllib.rl.filtering import FILTER_METRICS, FILTER_STRATEGIES, KEEP, TOP_P_MODES
+from ragen_rllib.rl.losses import AGG_MODES, KL_KINDS
 from ragen_rllib.rl.rewards import NORM_SCOPES, REWARD_NORMS
 from ragen_rllib.rl.schedules import LR_DECAYS
 
 _AGENT = AgentConfig()
 AGENT_KEYS = tuple(f.name for f in fields(AgentConfig))
 
-CRITIC_ESTIMATORS = ("gae", "bi_level_gae")  # need a value head; computed on the learner
-GROUP_ESTIMATORS = ("grpo", "dr_grpo", "rloo", "reinforce_plus_plus_baseline", "gigpo")  # need group_size >= 2
-ADV_ESTIMATORS = CRITIC_ESTIMATORS + GROUP_ESTIMATORS + ("reinforce_plus_plus",)
+ADV_ESTIMATORS = tuple(ESTIMATORS)  # the estimator table decides everything else about each one
 ENGINES = ("auto", "vllm", "hf")
 OLD_LOGPROBS_SOURCES = ("learner", "engine")
 
-HYPERPARAMS: dict[str, tuple[object, str]] = {
+
+def _h(default: Any, meaning: str) -> Any:
+    """A hyperparameter's default and meaning (mutable defaults are copied per config)."""
+    if isinstance(default, dict):
+        return field(default_factory=lambda: dict(default), metadata={"meaning": meaning})
+    return field(default=default, metadata={"meaning": meaning})
+
+
+def _agent(key: str) -> Any:
+    return _h(getattr(_AGENT, key), f"agent layer: see AgentConfig.{key}")
+
+
+@dataclass(init=False, eq=False, repr=False)
+class RagenHyperparams:
+    """Ragen's own settings (RLlib's are on ``AlgorithmConfig``). Each: ``name: type = default, meaning``."""
     # ---- rollout (StarPO)
-    "env_groups": (8, "env groups sampled per training step (RAGEN: 8)"),
-    "group_size": (16, "trajectories per group; a group shares one env seed (RAGEN: 16)"),
-    "train_seed_base": (10000, "seed of the first training group; advances by env_groups every step"),
-    "train_temperature": (1.0, "sampling temperature of training rollouts"),
-    "top_p": (1.0, "nucleus sampling mass of training rollouts"),
-    "top_k": (-1, "top-k cut of training rollouts (-1: none)"),
+    env_groups: int = _h(8, "env groups sampled per training step (RAGEN: 8)")
+    group_size: int = _h(16, "trajectories per group; a group shares one env seed (RAGEN: 16)")
+    train_seed_base: int = _h(10000, "seed of the first training group; advances by env_groups every step")
+    train_temperature: float = _h(1.0, "sampling temperature of training rollouts")
+    top_p: float = _h(1.0, "nucleus sampling mass of training rollouts")
+    top_k: int = _h(-1, "top-k cut of training rollouts (-1: none)")
+
     # ---- validation
-    "val_env_groups": (16, "env groups of a validation rollout (RAGEN: 512; small default for CPU)"),
-    "val_group_size": (1, "trajectories per validation group"),
-    "val_seed": (123, "seed of the first validation group (fixed across evaluations)"),
-    "val_temperature": (0.5, "sampling temperature of validation rollouts"),
+    val_env_groups: int = _h(16, "env groups of a validation rollout (RAGEN: 512; small default for CPU)")
+    val_group_size: int = _h(1, "trajectories per validation group")
+    val_seed: int = _h(123, "seed of the first validation group (fixed across evaluations)")
+    val_temperature: float = _h(0.5, "sampling temperature of validation rollouts")
+
     # ---- rollout filtering (StarPO-S; whole groups)
-    "filter_strategy": (None, f"group filter: None (off) or one of {FILTER_STRATEGIES} (StarPO-S runs: top_p)"),
-    "filter_value": (0.9, "the strategy's p / fraction / count (RAGEN's published runs: top_p 0.9; V1: top_k 0.25)"),
-    "filter_keep": ("largest", f"keep the groups with the {KEEP} scores"),
-    "filter_top_p_mode": ("linear", f"top_p over the scores themselves or their softmax: one of {TOP_P_MODES}"),
-    "filter_include_zero": (True, "False: drop groups whose rewards are all equal before the strategy"),
-    "filter_metric": ("reward_std", f"group score: one of {FILTER_METRICS}"),
-    "filter_loss_scale": (False, "scale the loss by the kept ratio of groups"),
+    filter_strategy: str | None = _h(None, (
+        "group filter: None (off) or one of ('top_p', 'top_k', 'top_k_abs', 'min_p') (StarPO-S runs: "
+        "top_p)"))
+    filter_value: float = _h(0.9, (
+        "the strategy's p / fraction / count (RAGEN's published runs: top_p 0.9; V1: top_k 0.25)"))
+    filter_keep: str = _h('largest', "keep the groups with the ('largest', 'smallest') scores")
+    filter_top_p_mode: str = _h('linear', (
+        "top_p over the scores themselves or their softmax: one of ('linear', 'softmax')"))
+    filter_include_zero: bool = _h(True, "False: drop groups whose rewards are all equal before the strategy")
+    filter_metric: str = _h('reward_std', "group score: one of ('reward_std', 'reward_mean', 'response_length')")
+    filter_loss_scale: bool = _h(False, "scale the loss by the kept ratio of groups")
+
     # ---- DAPO
-    "dynamic_sampling": (False, "DAPO: drop groups whose rewards are all equal and sample more until env_groups remain"),
-    "dynamic_sampling_max_rounds": (3, "DAPO: at most this many extra sampling rounds per step"),
-    "overlong_buffer_ratio": (None, "DAPO overlong shaping: a turn in the last ratio x max_response_tokens tokens "
-                              "before the limit is penalised linearly up to -overlong_penalty (DAPO: 0.2; None: off)"),
-    "overlong_penalty": (1.0, "DAPO overlong shaping: the penalty at max_response_tokens"),
+    dynamic_sampling: bool = _h(False, (
+        "DAPO: drop groups whose rewards are all equal and sample more until env_groups remain"))
+    dynamic_sampling_max_rounds: int = _h(3, "DAPO: at most this many extra sampling rounds per step")
+    overlong_buffer_ratio: float | None = _h(None, (
+        "DAPO overlong shaping: a turn in the last ratio x max_response_tokens tokens before the limit is"
+        " penalised linearly up to -overlong_penalty (DAPO: 0.2; None: off)"))
+    overlong_penalty: float = _h(1.0, "DAPO overlong shaping: the penalty at max_response_tokens")
+
     # ---- reward normalisation (trajectory scores, before the advantages)
-    "reward_norm": ("identity", f"score normalisation: one of {REWARD_NORMS}"),
-    "reward_norm_scope": ("group", f"normalise per: one of {NORM_SCOPES}"),
+    reward_norm: str = _h('identity', "score normalisation: one of ('identity', 'mean', 'mean_std')")
+    reward_norm_scope: str = _h('group', "normalise per: one of ('group', 'batch')")
+
     # ---- diagnostics
-    "mi_interval": (None, "RAGEN-2 reasoning-collapse estimate (prompt/reasoning mutual information) every N "
-                    "steps (None: off)"),
-    "mi_samples": (8, "trajectories (one per group) the mutual-information estimate scores pairwise"),
+    mi_interval: int | None = _h(None, (
+        "RAGEN-2 reasoning-collapse estimate (prompt/reasoning mutual information) every N steps (None: "
+        "off)"))
+    mi_samples: int = _h(8, "trajectories (one per group) the mutual-information estimate scores pairwise")
+
     # ---- early stops (RAGEN's rules; patience None turns a rule off)
-    "early_stop_std_ratio": (0.1, "reward-std collapse: mean in-group reward std below this x the early baseline"),
-    "early_stop_std_patience": (10, "... for this many consecutive steps stops training (None: off)"),
-    "early_stop_std_baseline_steps": (5, "steps whose mean in-group reward std is the baseline"),
-    "early_stop_empty_patience": (5, "stop after this many consecutive empty filtered batches (None: off)"),
-    "early_stop_val_floor": (0.01, "validation success below this ..."),
-    "early_stop_val_patience": (5, "... on this many consecutive validations stops training (None: off)"),
+    early_stop_std_ratio: float = _h(0.1, (
+        "reward-std collapse: mean in-group reward std below this x the early baseline"))
+    early_stop_std_patience: int | None = _h(10, "... for this many consecutive steps stops training (None: off)")
+    early_stop_std_baseline_steps: int = _h(5, "steps whose mean in-group reward std is the baseline")
+    early_stop_empty_patience: int | None = _h(5, (
+        "stop after this many consecutive empty filtered batches (None: off)"))
+    early_stop_val_floor: float = _h(0.01, "validation success below this ...")
+    early_stop_val_patience: int | None = _h(5, "... on this many consecutive validations stops training (None: off)")
+
     # ---- advantages and loss
-    "adv_estimator": ("gae", f"advantage estimator: one of {ADV_ESTIMATORS}"),
-    "lambda_": (1.0, "GAE lambda (RAGEN: 1.0)"),
-    "high_level_gamma": (0.95, "bi-level GAE: discount between turns (RAGEN: 0.95)"),
-    "grpo_norm_by_std": (True, "GRPO divides by the in-group reward std (False: Dr. GRPO)"),
-    "gigpo_gamma": (0.95, "GiGPO: discount of the per-turn returns compared within an anchor state"),
-    "gigpo_step_weight": (1.0, "GiGPO: weight of the step-level (anchor-state) advantage"),
-    "use_turn_scores": (False, "put each turn's reward on its last token instead of the trajectory's"),
-    "clip_low": (0.2, "lower clip range of the policy ratio (1 - clip_low)"),
-    "clip_high": (0.28, "upper clip range of the policy ratio (1 + clip_high; 'clip-higher')"),
-    "old_logprobs": ("learner", "pre-update log-probs: 'learner' recomputes them in a no-grad pass (RAGEN); "
-                     "'engine' takes the engine's sampling-time log-probs (the behaviour policy; no extra pass)"),
-    "dual_clip": (3.0, "dual-clip constant c for negative advantages (None: off)"),
-    "entropy_coeff": (0.001, "entropy bonus coefficient"),
-    "use_kl_loss": (False, "add a KL loss to the reference policy"),
-    "use_kl_in_reward": (False, "subtract kl_coeff x per-token KL to the reference from the token rewards (gae)"),
-    "kl_coeff": (0.001, "KL coefficient (as a loss, or in the reward)"),
-    "kl_type": ("k3", "KL estimator: k1 | k2 | k3 | abs"),
-    "loss_agg_mode": ("token-mean", "loss aggregation: token-mean | seq-mean-token-mean | seq-mean-token-sum"),
-    "micro_batch_size": (8, "trajectories per forward/backward pass; gradients accumulate over a minibatch "
-                         "(verl's ppo_micro_batch_size_per_gpu; also the chunk of the no-grad pass)"),
-    "lr_warmup_steps": (0, "linear learning-rate warm-up over this many training steps (actor and critic)"),
-    "lr_decay": ("constant", f"learning-rate decay after the warm-up: one of {LR_DECAYS}"),
-    "lr_decay_steps": (None, "training step at which a linear/cosine decay reaches lr_min_ratio x lr "
-                       "(counted from step 0, warm-up included)"),
-    "lr_min_ratio": (0.0, "floor of the decay, as a fraction of the base learning rate"),
-    "critic_lr": (1e-5, "learning rate of the value head (actor lr is `lr`)"),
-    "vf_loss_coeff": (1.0, "value loss coefficient"),
-    "vf_clip": (0.5, "value clipping range around the old values"),
+    adv_estimator: str = _h('gae', (
+        "advantage estimator: one of ('gae', 'bi_level_gae', 'grpo', 'dr_grpo', 'rloo', "
+        "'reinforce_plus_plus', 'reinforce_plus_plus_baseline', 'gigpo')"))
+    lambda_: float = _h(1.0, "GAE lambda (RAGEN: 1.0)")
+    high_level_gamma: float = _h(0.95, "bi-level GAE: discount between turns (RAGEN: 0.95)")
+    grpo_norm_by_std: bool = _h(True, "GRPO divides by the in-group reward std (False: Dr. GRPO)")
+    gigpo_gamma: float = _h(0.95, "GiGPO: discount of the per-turn returns compared within an anchor state")
+    gigpo_step_weight: float = _h(1.0, "GiGPO: weight of the step-level (anchor-state) advantage")
+    use_turn_scores: bool = _h(False, "put each turn's reward on its last token instead of the trajectory's")
+    clip_low: float = _h(0.2, "lower clip range of the policy ratio (1 - clip_low)")
+    clip_high: float = _h(0.28, "upper clip range of the policy ratio (1 + clip_high; 'clip-higher')")
+    old_logprobs: str = _h('learner', (
+        "pre-update log-probs: 'learner' recomputes them in a no-grad pass (RAGEN); 'engine' takes the "
+        "engine's sampling-time log-probs (the behaviour policy; no extra pass)"))
+    dual_clip: float | None = _h(3.0, "dual-clip constant c for negative advantages (None: off)")
+    entropy_coeff: float = _h(0.001, "entropy bonus coefficient")
+    use_kl_loss: bool = _h(False, "add a KL loss to the reference policy")
+    use_kl_in_reward: bool = _h(False, (
+        "subtract kl_coeff x per-token KL to the reference from the token rewards (gae)"))
+    kl_coeff: float = _h(0.001, "KL coefficient (as a loss, or in the reward)")
+    kl_type: str = _h('k3', "KL estimator: k1 | k2 | k3 | abs")
+    loss_agg_mode: str = _h('token-mean', "loss aggregation: token-mean | seq-mean-token-mean | seq-mean-token-sum")
+    micro_batch_size: int = _h(8, (
+        "trajectories per forward/backward pass; gradients accumulate over a minibatch (verl's "
+        "ppo_micro_batch_size_per_gpu; also the chunk of the no-grad pass)"))
+    lr_warmup_steps: int = _h(0, "linear learning-rate warm-up over this many training steps (actor and critic)")
+    lr_decay: str = _h('constant', "learning-rate decay after the warm-up: one of ('constant', 'linear', 'cosine')")
+    lr_decay_steps: int | None = _h(None, (
+        "training step at which a linear/cosine decay reaches lr_min_ratio x lr (counted from step 0, "
+        "warm-up included)"))
+    lr_min_ratio: float = _h(0.0, "floor of the decay, as a fraction of the base learning rate")
+    critic_lr: float = _h(1e-05, "learning rate of the value head (actor lr is `lr`)")
+    vf_loss_coeff: float = _h(1.0, "value loss coefficient")
+    vf_clip: float = _h(0.5, "value clipping range around the old values")
+
     # ---- generation engine on env runners
-    "engine": ("auto", f"generation engine of env runners: one of {ENGINES} (auto: vLLM if importable, else HF)"),
-    "engine_kwargs": ({}, "extra keyword arguments of the engine (e.g. kv_cache_gib, gpu_memory_utilization)"),
-    # ---- agent layer (defaults from AgentConfig)
-    **{key: (getattr(_AGENT, key), f"agent layer: see AgentConfig.{key}") for key in AGENT_KEYS},
+    engine: str = _h('auto', (
+        "generation engine of env runners: one of ('auto', 'vllm', 'hf') (auto: vLLM if importable, else "
+        "HF)"))
+    engine_kwargs: dict[str, Any] = _h({}, (
+        "extra keyword arguments of the engine (e.g. kv_cache_gib, gpu_memory_utilization)"))
+
+    # ---- agent layer (defaults and meanings: AgentConfig)
+    max_turns: int = _agent("max_turns")
+    max_actions_per_turn: int = _agent("max_actions_per_turn")
+    max_actions_per_traj: int = _agent("max_actions_per_traj")
+    action_sep: str = _agent("action_sep")
+    enable_think: bool = _agent("enable_think")
+    format_penalty: float = _agent("format_penalty")
+    max_response_tokens: int = _agent("max_response_tokens")
+    max_model_len: int = _agent("max_model_len")
+    context_mode: str = _agent("context_mode")
+    context_window: int = _agent("context_window")
+    system_prefix: str = _agent("system_prefix")
+    reject_empty_actions: bool = _agent("reject_empty_actions")
+
+
+#: enumerated keys -> allowed values (``filter_strategy`` also takes None: off).
+CHOICES: dict[str, tuple[Any, ...]] = {
+    "filter_strategy": FILTER_STRATEGIES,
+    "filter_keep": KEEP,
+    "filter_top_p_mode": TOP_P_MODES,
+    "filter_metric": FILTER_METRICS,
+    "reward_norm": REWARD_NORMS,
+    "reward_norm_scope": NORM_SCOPES,
+    "adv_estimator": ADV_ESTIMATORS,
+    "old_logprobs": OLD_LOGPROBS_SOURCES,
+    "kl_type": KL_KINDS,
+    "loss_agg_mode": AGG_MODES,
+    "lr_decay": LR_DECAYS,
+    "engine": ENGINES,
+    "context_mode": CONTEXT_MODES,
 }
+
+
+def _default(f: Field) -> Any:
+    return f.default_factory() if f.default is MISSING else f.default  # type: ignore[misc]
+
+
+#: name -> (default, meaning), in declaration order (docs, the CLI and tests read this view).
+HYPERPARAMS: dict[str, tuple[Any, str]] = {f.name: (_default(f), f.metadata["meaning"])
+                                           for f in fields(RagenHyperparams)}
+#: name -> declared type (resolved annotations)
+TYPES: dict[str, Any] = typing.get_type_hints(RagenHyperparams)
+
+
+def defaults() -> dict[str, Any]:
+    """A fresh copy of every default (mutable ones copied)."""
+    return {f.name: _default(f) for f in fields(RagenHyperparams)}
+
+
+def check_value(key: str, value: Any) -> str | None:
+    """Why ``value`` does not fit ``key``'s declared type and choices (None: it fits)."""
+    hint = TYPES[key]
+    allowed = typing.get_args(hint) if typing.get_origin(hint) in (typing.Union, types.UnionType) else (hint,)
+    if value is None:
+        return None if type(None) in allowed else "use a value, not None"
+    base = [typing.get_origin(a) or a for a in allowed if a is not type(None)]
+    ok = any(_is_instance(value, b) for b in base)
+    if not ok:
+        kinds = " or ".join(b.__name__ for b in base) + (" or None" if type(None) in allowed else "")
+        return f"use a value of type {kinds}, not {type(value).__name__}"
+    if key in CHOICES and value not in CHOICES[key]:
+        return f"use one of {CHOICES[key]}" + (" or None (off)" if type(None) in allowed else "")
+    return None
+
+
+def _is_instance(value: Any, kind: type) -> bool:
+    if kind is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if kind is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    return isinstance(value, kind)
+
 
 #: RLlib settings whose defaults Ragen changes: name -> (value, why).
 RLLIB_OVERRIDES: dict[str, tuple[object, str]] = {
@@ -116,4 +232,9 @@ RLLIB_OVERRIDES: dict[str, tuple[object, str]] = {
 
 def training_doc() -> str:
     """Docstring lines for ``RagenConfig.training``."""
-    return "\n".join(f"    {k}: {m} (default {d!r})" for k, (d, m) in HYPERPARAMS.items())
+    return "\n".join(f"    {k} ({type_name(TYPES[k])}): {m} (default {d!r})" for k, (d, m) in HYPERPARAMS.items())
+
+
+def type_name(hint: Any) -> str:
+    """``int``, ``float | None``, ``dict[str, typing.Any]``: a declared type as text."""
+    return hint.__name__ if isinstance(hint, type) and not typing.get_args(hint) else str(hint)

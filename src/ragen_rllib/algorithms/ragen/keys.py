@@ -1,20 +1,64 @@
-"""Batch column and metric names of the Ragen algorithm, named once."""
+"""Batch column and metric names of the Ragen algorithm, named once; the batch-column contract."""
 
-# ---- learner batch columns (all [B, T] unless noted)
+from dataclasses import dataclass
+
+# ---- learner batch columns: the contract. Every column is always written (the loss never asks whether one
+# is present); COLUMNS below gives each one's shape, dtype, writer and readers.
 INPUT_IDS = "input_ids"  # token ids of prompt + sampled responses, right-padded
 ATTENTION_MASK = "attention_mask"  # 1 on real tokens, 0 on padding
 LOSS_MASK = "loss_mask"  # 1 on sampled (trained) tokens
 SAMPLE_LOGPROBS = "sample_logprobs"  # the engine's log-probs at sampling time (0 where not trained)
-OLD_LOGPROBS = "old_logprobs"  # log-probs of the pre-update policy, recomputed on the learner
-REF_LOGPROBS = "ref_logprobs"  # log-probs of the reference policy (KL loss / KL in the reward)
-KL_REWARD = "kl_reward"  # [B, T] per-token KL(pre-update policy || reference) taken out of the reward
-TOKEN_REWARDS = "token_rewards"  # rewards placed on tokens
-ADVANTAGES = "advantages"
-RETURNS = "returns"  # value targets
-OLD_VALUES = "old_values"  # critic values before the update
 SCORES = "scores"  # [B] trajectory reward
 GROUP_IDS = "group_ids"  # [B] env group of each sample (same seed within a group)
 EPISODE_IDS = "episode_ids"  # [B] episode of each sample (several in limited_multi_turn / single_turn modes)
+TURN_ENDS = "turn_ends"  # [B, N] index of each trained turn's last token (-1: padding)
+TURN_REWARDS = "turn_rewards"  # [B, N] reward of each trained turn
+LAST_INDEX = "last_index"  # [B] index of the last trained token
+LOSS_SCALE = "loss_scale"  # [B] factor on the loss (filter_loss_scale: the kept ratio), 1 otherwise
+MICRO_WEIGHT = "micro_weight"  # [B] weight of the row's micro-batch loss (so micro-batches sum to the minibatch's)
+OLD_LOGPROBS = "old_logprobs"  # log-probs of the pre-update policy (source: old_logprobs; see OLD_IS_CURRENT)
+OLD_IS_CURRENT = "old_is_current"  # [B] 1: the old log-probs ARE the current ones, detached (on-policy step)
+REF_LOGPROBS = "ref_logprobs"  # log-probs of the reference policy (KL loss / KL in the reward; 0 without KL)
+ADVANTAGES = "advantages"
+RETURNS = "returns"  # value targets (0 without a critic)
+OLD_VALUES = "old_values"  # critic values before the update (0 without a critic)
+
+
+@dataclass(frozen=True)
+class Column:
+    """One batch column: ``shape`` ([B] rows, [B, T] tokens, [B, N] turns), ``dtype``, who writes it
+    (``driver``: :func:`~.batch.build_batch` or :class:`~.ragen.Ragen`; ``learner``: the learner's no-grad
+    preparation or its micro-batching) and who reads it."""
+
+    shape: str
+    dtype: str
+    writer: str
+    readers: str
+
+
+COLUMNS: dict[str, Column] = {
+    INPUT_IDS: Column("[B, T]", "int64", "build_batch", "forward pass"),
+    ATTENTION_MASK: Column("[B, T]", "int64", "build_batch", "padding_fraction"),
+    LOSS_MASK: Column("[B, T]", "float32", "build_batch", "estimators, loss, micro-batch weights"),
+    SAMPLE_LOGPROBS: Column("[B, T]", "float32", "build_batch", "prepare_columns (old_logprobs='engine')"),
+    SCORES: Column("[B]", "float32", "build_batch", "estimators"),
+    GROUP_IDS: Column("[B]", "int64", "build_batch", "group estimators"),
+    EPISODE_IDS: Column("[B]", "int64", "build_batch", "estimators (one entry per episode)"),
+    TURN_ENDS: Column("[B, N]", "int64", "build_batch", "gigpo, bi_level_gae, turn-score GAE"),
+    TURN_REWARDS: Column("[B, N]", "float32", "build_batch", "turn-score GAE"),
+    LAST_INDEX: Column("[B]", "int64", "build_batch", "REINFORCE++, GAE on the score"),
+    ADVANTAGES: Column("[B, T]", "float32", "build_batch (driver estimators) / prepare_columns (learner ones)",
+                       "loss"),
+    LOSS_SCALE: Column("[B]", "float32", "build_batch (1) / Ragen.training_step (filter_loss_scale)", "loss"),
+    MICRO_WEIGHT: Column("[B]", "float32", "build_batch (1) / the torch learner's micro-batching", "loss"),
+    OLD_LOGPROBS: Column("[B, T]", "float32", "prepare_columns", "loss"),
+    OLD_IS_CURRENT: Column("[B]", "float32", "prepare_columns", "loss"),
+    REF_LOGPROBS: Column("[B, T]", "float32", "prepare_columns", "loss (use_kl_loss), GAE (use_kl_in_reward)"),
+    RETURNS: Column("[B, T]", "float32", "prepare_columns", "loss (critic estimators)"),
+    OLD_VALUES: Column("[B, T]", "float32", "prepare_columns", "loss (critic estimators)"),
+}
+#: the driver's columns every learner update needs (estimator-specific ones are checked by their readers)
+LEARNER_INPUTS = (INPUT_IDS, LOSS_MASK, SAMPLE_LOGPROBS, ADVANTAGES, LOSS_SCALE, MICRO_WEIGHT)
 
 # ---- forward outputs
 LOGPROBS = "logprobs"  # [B, T] log p(token_t | tokens_<t); 0 at t = 0
@@ -27,10 +71,12 @@ VALUE_LOSS = "value_loss"
 ENTROPY_METRIC = "entropy"
 APPROX_KL = "approx_kl"
 CLIP_FRACTION = "clip_fraction"
+DUAL_CLIP_FRACTION = "dual_clip_fraction"  # share of trained tokens where the dual-clip cap (A < 0) was active
 GRAD_NORM = "grad_norm"
 LR_MULTIPLIER = "lr_multiplier"  # the lr schedule's factor on the base learning rate this step
 TRAINING_STEP = "ragen_training_step"  # key of the timesteps dict the learners get: the 0-based training step
 KL_LOSS = "kl_loss"
+PADDING_FRACTION = "padding_fraction"  # share of the update batch's [B, T] cells that are padding (driver)
 
 # ---- env runner metrics (result["env_runners"])
 SUCCESS_RATE = "success_rate"
@@ -41,7 +87,8 @@ RESPONSE_TOKENS_MEAN = "response_tokens_mean"
 PASS_AT_K = "pass_at_k"
 IN_GROUP_REWARD_STD_MEAN = "in_group_reward_std_mean"
 GENERATED_TOKENS_PER_S = "generated_tokens_per_s"
-RUNNER_ERRORS = "runner_errors"  # env/model errors handled inside the runner
+RUNNER_ERRORS = "runner_errors"  # this step's trajectories that hit an env/model error (handled in the runner)
+RUNNER_ERRORS_LIFETIME = "runner_errors_lifetime"  # such errors since the start, as the runners count them
 
 # ---- rollout filtering (result["learners"]["__all_modules__"] is RLlib's; these go under result["env_runners"])
 FILTER_KEPT_RATIO = "filter_kept_ratio"  # kept groups / groups
@@ -49,7 +96,6 @@ FILTER_KEPT_GROUPS = "filter_kept_groups"
 FILTER_ZERO_VARIANCE_GROUPS = "filter_zero_variance_groups"  # groups whose rewards are all equal
 FILTER_KEPT_REWARD_STD_MEAN = "filter_kept_reward_std_mean"  # mean in-group reward std of the kept groups
 FILTER_EMPTY_BATCHES = "filter_empty_batches"  # steps whose filtered batch was empty (update skipped)
-LOSS_SCALE = "loss_scale"  # [B] factor on the loss (filter_loss_scale: the kept ratio), 1 otherwise
 OVERLONG_TURN_RATE = "overlong_turn_rate"  # share of turns the DAPO overlong penalty hit
 DYNAMIC_SAMPLING_ROUNDS = "dynamic_sampling_rounds"  # extra sampling rounds this step (DAPO)
 DYNAMIC_SAMPLING_GROUPS = "dynamic_sampling_groups"  # groups with reward variance after dynamic sampling

@@ -10,11 +10,11 @@ from __future__ import annotations
 import math
 import time
 
-import numpy as np
 import ray
 from ray.rllib.algorithms.algorithm import Algorithm
 from ray.rllib.core import DEFAULT_MODULE_ID
 from ray.rllib.policy.sample_batch import MultiAgentBatch, SampleBatch
+from ray.rllib.utils.annotations import override
 from ray.rllib.utils.metrics import ENV_RUNNER_RESULTS, LEARNER_RESULTS, TIMERS
 
 from ragen_rllib.algorithms.ragen import keys as K
@@ -36,9 +36,11 @@ class Ragen(Algorithm):
     """The StarPO trainer (see the module docstring)."""
 
     @classmethod
+    @override(Algorithm)
     def get_default_config(cls) -> RagenConfig:
         return RagenConfig()
 
+    @override(Algorithm)
     def setup(self, config) -> None:
         super().setup(config)
         self._step = 0
@@ -57,6 +59,7 @@ class Ragen(Algorithm):
         return AutoTokenizer.from_pretrained(resolve_model(self.config.model_name))
 
     # ------------------------------------------------------------------ one iteration
+    @override(Algorithm)
     def training_step(self) -> None:
         start, cfg = time.perf_counter(), self.config
         sampled, trajectories, seconds, extra = self._collect()
@@ -77,10 +80,11 @@ class Ragen(Algorithm):
             return
         batch = build_batch(kept, self._pad_id, adv_estimator=cfg.adv_estimator,
                             grpo_norm_by_std=cfg.grpo_norm_by_std, gigpo_gamma=cfg.gigpo_gamma,
-                            gigpo_step_weight=cfg.gigpo_step_weight, gamma=cfg.gamma)
+                            gigpo_step_weight=cfg.gigpo_step_weight, gamma=cfg.gamma,
+                            require_sample_logprobs=cfg.old_logprobs == "engine")
         rows = len(batch["input_ids"])
         if cfg.filter_loss_scale and filter_metrics:
-            batch[K.LOSS_SCALE] = np.full(rows, filter_metrics[K.FILTER_KEPT_RATIO], dtype=np.float32)
+            batch[K.LOSS_SCALE][:] = filter_metrics[K.FILTER_KEPT_RATIO]
         learners = max(cfg.num_learners, 1)
         minibatch = min(cfg.minibatch_size, math.ceil(rows / learners))
         learner_results = self.learner_group.update(
@@ -94,7 +98,8 @@ class Ragen(Algorithm):
         )
         learn_seconds = time.perf_counter() - start - seconds
         self.metrics.aggregate(learner_results, key=LEARNER_RESULTS)
-        self.metrics.log_value((LEARNER_RESULTS, "padding_fraction"), padding_fraction(batch), window=1)
+        self.metrics.log_value((LEARNER_RESULTS, DEFAULT_MODULE_ID, K.PADDING_FRACTION), padding_fraction(batch),
+                               window=1)
         self.sync_engine_weights()
         self._step += 1
         phases = {"sample": seconds, "learn": learn_seconds,
@@ -104,7 +109,7 @@ class Ragen(Algorithm):
 
     def _reasoning_mi(self, trajectories) -> dict[str, float]:
         """RAGEN-2's mutual-information estimate, scored by the first env runner's engine."""
-        from ragen_rllib.algorithms.ragen.diagnostics import reasoning_mi_metrics
+        from ragen_rllib.algorithms.ragen.reasoning_mi import reasoning_mi_metrics
 
         def score(prompts, conts):
             return self.env_runner_group.foreach_env_runner(lambda r: r.engine.score(prompts, conts),
@@ -135,10 +140,18 @@ class Ragen(Algorithm):
         return sampled, kept, seconds, metrics
 
     def _sample(self, step: int, validation: bool):
-        start = time.perf_counter()
+        """One rollout on every env runner (at most ``sample_timeout_s``); the runners' own metrics (RLlib's
+        step counters, error counts) go into ``result["env_runners"]``."""
+        start, timeout = time.perf_counter(), self.config.sample_timeout_s
         results = self.env_runner_group.foreach_env_runner(
-            lambda runner: runner.sample(step=step, validation=validation), local_env_runner=False)
-        trajectories = [t for per_runner in results for t in per_runner]
+            lambda runner: (runner.sample(step=step, validation=validation), runner.get_metrics()),
+            local_env_runner=False, timeout_seconds=timeout)
+        expected = self.env_runner_group.num_healthy_remote_workers()
+        if len(results) < expected:
+            raise TimeoutError(f"{expected - len(results)} of {expected} env runners sent no rollout within "
+                               f"sample_timeout_s={timeout}; raise it with .env_runners(sample_timeout_s=...)")
+        self.metrics.aggregate([metrics for _, metrics in results], key=ENV_RUNNER_RESULTS)
+        trajectories = [t for per_runner, _ in results for t in per_runner]
         return trajectories, time.perf_counter() - start
 
     # ------------------------------------------------------------------ weights
@@ -156,15 +169,20 @@ class Ragen(Algorithm):
             raise WeightSyncError(f"weight sync {seq} not taken by every env runner: they report {got}")
         return seq
 
+    @override(Algorithm)
     def restore_from_path(self, path, *args, **kwargs):
         super().restore_from_path(path, *args, **kwargs)
         self.sync_engine_weights()  # engines still hold the weights they had before the restore
 
     # ------------------------------------------------------------------ validation
     @classmethod
+    @override(Algorithm)
     def _should_create_evaluation_env_runners(cls, eval_config) -> bool:
-        return False  # validation runs on the training runners' engines (no extra engine on the driver)
+        # Private hook, the only switch that keeps RLlib from building evaluation runners (each would load its
+        # own engine): validation runs on the training runners' engines instead (see evaluate()).
+        return False
 
+    @override(Algorithm)
     def evaluate(self, parallel_train_future=None) -> dict:
         """Validation rollout on fixed seeds at the validation temperature (``result["evaluation"]``)."""
         trajectories, seconds = self._sample(self._step, validation=True)
@@ -174,6 +192,7 @@ class Ragen(Algorithm):
         return {ENV_RUNNER_RESULTS: metrics}
 
     # ------------------------------------------------------------------ early stops
+    @override(Algorithm)
     def step(self) -> dict:
         """One iteration; adds ``early_stopped/<rule>`` and ends training (``done``) when a rule fired."""
         result = super().step()
@@ -183,6 +202,7 @@ class Ragen(Algorithm):
         return result
 
     # ------------------------------------------------------------------ checkpoint extras
+    @override(Algorithm)
     def get_state(self, *args, **kwargs):
         state = super().get_state(*args, **kwargs)
         state["ragen_step"] = self._step
@@ -190,6 +210,7 @@ class Ragen(Algorithm):
         state["ragen_round"] = self._round
         return state
 
+    @override(Algorithm)
     def set_state(self, state) -> None:
         super().set_state(state)
         self._step = int(state.get("ragen_step", self._step))

@@ -2,31 +2,30 @@
 
 from __future__ import annotations
 
+import difflib
+import inspect
 from typing import Any
 
 from ray.rllib.algorithms.algorithm_config import AlgorithmConfig, NotProvided
 from ray.rllib.core.rl_module.rl_module import RLModuleSpec
+from ray.rllib.utils.annotations import override
 
+from ragen_rllib.algorithms.ragen.estimators import ESTIMATORS
 from ragen_rllib.algorithms.ragen.hyperparams import (
-    ADV_ESTIMATORS,
     AGENT_KEYS,
-    CRITIC_ESTIMATORS,
-    ENGINES,
-    GROUP_ESTIMATORS,
     HYPERPARAMS,
-    OLD_LOGPROBS_SOURCES,
     RLLIB_OVERRIDES,
+    RagenHyperparams,
+    check_value,
+    defaults,
     training_doc,
 )
 from ragen_rllib.precision import validate_autocast, validate_dtype
-from ragen_rllib.rl.filtering import FILTER_METRICS, FILTER_STRATEGIES, KEEP, TOP_P_MODES
-from ragen_rllib.rl.rewards import NORM_SCOPES, REWARD_NORMS
-from ragen_rllib.rl.schedules import LR_DECAYS
 
 DEFAULT_MODEL = "tiny:small"  # model_config["model"] when none is given (offline tiny model)
 
 
-class RagenConfig(AlgorithmConfig):
+class RagenConfig(AlgorithmConfig, RagenHyperparams):
     """Configuration of the Ragen (StarPO) algorithm.
 
     >>> from ragen_rllib import RagenConfig
@@ -42,11 +41,10 @@ class RagenConfig(AlgorithmConfig):
 
             algo_class = Ragen
         super().__init__(algo_class=algo_class)
-        for key, (default, _) in HYPERPARAMS.items():
-            setattr(self, key, dict(default) if isinstance(default, dict) else default)
+        self.__dict__.update(defaults())  # the typed attributes of RagenHyperparams, with their defaults
         for key, (value, _) in RLLIB_OVERRIDES.items():
             setattr(self, key, value)
-        from ragen_rllib.env.ragen_env_runner import RagenEnvRunner
+        from ragen_rllib.runner.ragen_env_runner import RagenEnvRunner
 
         self.env_runner_cls = RagenEnvRunner
 
@@ -57,14 +55,19 @@ class RagenConfig(AlgorithmConfig):
 
         return self.training(**preset_settings(name))
 
+    @override(AlgorithmConfig)
     def training(self, **kwargs: Any) -> RagenConfig:
         # Docstring set below from the hyperparameter table.
         ours = {k: kwargs.pop(k) for k in list(kwargs) if k in HYPERPARAMS}
-        try:
-            super().training(**kwargs)
-        except TypeError as err:
-            known = sorted(HYPERPARAMS)
-            raise ValueError(f"RagenConfig.training() got an unknown key: {err}. Ragen keys: {known}") from None
+        rllib = set(inspect.signature(AlgorithmConfig.training).parameters) - {"self"}
+        unknown = sorted(set(kwargs) - rllib)
+        if unknown:
+            hints = {k: difflib.get_close_matches(k, [*HYPERPARAMS, *rllib], n=3) for k in unknown}
+            said = "; ".join(f"{k!r} (did you mean {', '.join(map(repr, h))}?)" if h else repr(k)
+                             for k, h in hints.items())
+            raise ValueError(f"RagenConfig.training() got unknown key(s): {said}. Ragen's keys are listed in "
+                             "help(RagenConfig.training); RLlib's in help(AlgorithmConfig.training)")
+        super().training(**kwargs)
         for key, value in ours.items():
             if value is not NotProvided:
                 setattr(self, key, value)
@@ -79,7 +82,8 @@ class RagenConfig(AlgorithmConfig):
 
     @property
     def uses_critic(self) -> bool:
-        return self.adv_estimator in CRITIC_ESTIMATORS
+        """Whether the estimator needs a value head (the estimator table's ``critic``)."""
+        return self.adv_estimator in ESTIMATORS and ESTIMATORS[self.adv_estimator].critic
 
     @property
     def train_batch_trajectories(self) -> int:
@@ -92,18 +96,22 @@ class RagenConfig(AlgorithmConfig):
 
         return AgentConfig(**{k: getattr(self, k) for k in AGENT_KEYS})
 
+    @override(AlgorithmConfig)
     def get_default_rl_module_spec(self) -> RLModuleSpec:
         from ragen_rllib.algorithms.ragen.torch.ragen_torch_rl_module import RagenTorchRLModule
 
         return RLModuleSpec(module_class=RagenTorchRLModule)
 
+    @override(AlgorithmConfig)
     def get_default_learner_class(self):
         from ragen_rllib.algorithms.ragen.torch.ragen_torch_learner import RagenTorchLearner
 
         return RagenTorchLearner
 
     @property
+    @override(AlgorithmConfig)
     def _model_config_auto_includes(self) -> dict[str, Any]:
+        # The hook RLlib's own configs (PPOConfig) use to put algorithm defaults into model_config.
         return super()._model_config_auto_includes | {
             "model": DEFAULT_MODEL,
             "value_head": self.uses_critic,
@@ -111,6 +119,7 @@ class RagenConfig(AlgorithmConfig):
         }
 
     # ------------------------------------------------------------------ validation
+    @override(AlgorithmConfig)
     def validate(self) -> None:
         super().validate()
         self._validate_ragen()
@@ -118,10 +127,6 @@ class RagenConfig(AlgorithmConfig):
     def _validate_filter(self, bad) -> None:
         if self.filter_strategy is None:
             return
-        for key, allowed in (("filter_strategy", FILTER_STRATEGIES), ("filter_keep", KEEP),
-                             ("filter_top_p_mode", TOP_P_MODES), ("filter_metric", FILTER_METRICS)):
-            if getattr(self, key) not in allowed:
-                bad(key, f"use one of {allowed}" + (" or None (off)" if key == "filter_strategy" else ""))
         v = self.filter_value
         if self.filter_strategy == "top_k_abs":
             if not isinstance(v, int) or isinstance(v, bool) or v < 1:
@@ -140,8 +145,6 @@ class RagenConfig(AlgorithmConfig):
         steps = self.lr_warmup_steps
         if not isinstance(steps, int) or isinstance(steps, bool) or steps < 0:
             bad("lr_warmup_steps", "use an integer >= 0 (training steps)")
-        if self.lr_decay not in LR_DECAYS:
-            bad("lr_decay", f"use one of {LR_DECAYS}")
         if self.lr_decay != "constant" and (not isinstance(self.lr_decay_steps, int)
                                             or self.lr_decay_steps <= self.lr_warmup_steps):
             bad("lr_decay_steps", f"lr_decay={self.lr_decay!r} needs the training step where the decay ends: an "
@@ -163,14 +166,17 @@ class RagenConfig(AlgorithmConfig):
         def bad(key: str, fix: str) -> None:
             self._value_error(f"RagenConfig: {key}={getattr(self, key)!r} is invalid: {fix}")
 
+        for key in HYPERPARAMS:  # every key against its declared type and, if enumerated, its choices
+            why = check_value(key, getattr(self, key))
+            if why:
+                bad(key, why)
+
         for key in ("env_groups", "group_size", "val_env_groups", "val_group_size", "minibatch_size", "num_epochs",
                     "micro_batch_size"):
             value = getattr(self, key)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 bad(key, "use a positive integer")
-        if self.adv_estimator not in ADV_ESTIMATORS:
-            bad("adv_estimator", f"use one of {ADV_ESTIMATORS}")
-        if self.adv_estimator in GROUP_ESTIMATORS and self.group_size < 2:
+        if ESTIMATORS[self.adv_estimator].groups and self.group_size < 2:
             name = {"grpo": "GRPO", "gigpo": "GiGPO"}.get(self.adv_estimator, self.adv_estimator)
             bad("group_size", f"{name} compares trajectories within a group: use group_size >= 2 (RAGEN: 16)")
         if self.use_kl_in_reward and self.adv_estimator != "gae":
@@ -179,10 +185,12 @@ class RagenConfig(AlgorithmConfig):
         if self.adv_estimator == "bi_level_gae" and self.use_turn_scores:
             bad("use_turn_scores", "bi_level_gae puts the trajectory reward on the last turn itself and discounts "
                 "between turns with high_level_gamma: set use_turn_scores=False (or use adv_estimator='gae')")
-        if self.adv_estimator in CRITIC_ESTIMATORS and not self.model_config.get("value_head"):
-            self._value_error(f"RagenConfig: adv_estimator={self.adv_estimator!r} needs a critic but "
-                              "model_config['value_head'] is False: drop that key (it follows the estimator) or "
-                              "use a critic-free estimator such as 'grpo'")
+        head = (self.model_config or {}).get("value_head", self.uses_critic)
+        if bool(head) != self.uses_critic:
+            need = "needs a critic" if self.uses_critic else "has no critic"
+            self._value_error(f"RagenConfig: model_config['value_head']={head!r} disagrees with "
+                              f"adv_estimator={self.adv_estimator!r}, which {need}: drop that key (the value head "
+                              "follows the estimator) or pick an estimator that matches it")
         if self.adv_estimator == "gigpo" and not 0 <= self.gigpo_gamma <= 1:
             bad("gigpo_gamma", "use a discount in [0, 1] (verl-agent: 0.95)")
         self._validate_filter(bad)
@@ -190,10 +198,6 @@ class RagenConfig(AlgorithmConfig):
             bad("mi_interval", "use None (off) or a positive integer")
         if not isinstance(self.mi_samples, int) or self.mi_samples < 2:
             bad("mi_samples", "the estimate compares prompts: use an integer >= 2")
-        if self.reward_norm not in REWARD_NORMS:
-            bad("reward_norm", f"use one of {REWARD_NORMS}")
-        if self.reward_norm_scope not in NORM_SCOPES:
-            bad("reward_norm_scope", f"use one of {NORM_SCOPES}")
         if not isinstance(self.dynamic_sampling_max_rounds, int) or self.dynamic_sampling_max_rounds < 0:
             bad("dynamic_sampling_max_rounds", "use an integer >= 0")
         if self.overlong_buffer_ratio is not None and not 0 < self.overlong_buffer_ratio <= 1:
@@ -207,10 +211,6 @@ class RagenConfig(AlgorithmConfig):
         if not 0 < self.early_stop_std_ratio <= 1:
             bad("early_stop_std_ratio", "use a ratio in (0, 1] (RAGEN: 0.1)")
         self._validate_lr_schedule(bad)
-        if self.old_logprobs not in OLD_LOGPROBS_SOURCES:
-            bad("old_logprobs", f"use one of {OLD_LOGPROBS_SOURCES}")
-        if self.engine not in ENGINES:
-            bad("engine", f"use one of {ENGINES}")
         runners = max(self.num_env_runners, 1)
         if self.env_groups % runners:
             bad("env_groups", f"it must be divisible by num_env_runners={self.num_env_runners} (each runner holds "

@@ -1,20 +1,70 @@
-"""RagenLearner: what happens on a learner before the gradient steps (framework-independent plan).
+"""RagenLearner: what a Ragen learner does around its gradient steps (like RLlib's ``PPOLearner``).
 
-Before the minibatch loop, on the WHOLE batch this learner received (and without gradients): recompute
-the pre-update log-probs of the sampled tokens (``old_logprobs``), the critic values (GAE), the reference
-log-probs (KL loss), then the advantages. GRPO advantages arrive ready-made from the driver (whole
-groups); token-level GAE is computed here per sample.
+- Before the minibatch loop, on the WHOLE batch this learner received (and without gradients): the columns
+  the loss needs (:func:`prepare_columns`): the pre-update log-probs of the sampled tokens (``old_logprobs``),
+  the critic values and advantages of learner estimators (GAE), the reference log-probs (KL). Driver
+  estimators (GRPO, ...) arrive ready-made from the driver (whole groups).
+- Before each update: the lr schedule of the training step (``lr_warmup_steps``, ``lr_decay``).
+
+The torch learner (:mod:`.torch.ragen_torch_learner`) adds the loss and the micro-batched update.
 """
 
 from __future__ import annotations
 
+import abc
+from typing import Any
+
 import torch
+from ray.rllib.core.learner.learner import Learner
+from ray.rllib.core.learner.training_data import TrainingData
+from ray.rllib.policy.sample_batch import MultiAgentBatch
+from ray.rllib.utils.annotations import override
 
 from ragen_rllib.algorithms.ragen import keys as K
-from ragen_rllib.algorithms.ragen.batch import LAST_INDEX, TURN_ENDS, TURN_REWARDS
-from ragen_rllib.algorithms.ragen.hyperparams import CRITIC_ESTIMATORS
-from ragen_rllib.rl.advantages import bilevel_gae, gae, token_rewards, turn_token_rewards
-from ragen_rllib.rl.losses import kl_penalty
+from ragen_rllib.algorithms.ragen.estimators import LEARNER, LearnerInputs, estimator
+from ragen_rllib.rl.schedules import lr_multiplier
+
+
+class RagenLearner(Learner):
+    """The framework-independent part of the Ragen learner (see the module docstring)."""
+
+    @override(Learner)
+    def before_gradient_based_update(self, *, timesteps: dict[str, Any]) -> None:
+        """Scale the base learning rates (``lr``, ``critic_lr``) by the schedule factor of this training step
+        (``lr_warmup_steps``, ``lr_decay``); RLlib resets them to the base after the update."""
+        super().before_gradient_based_update(timesteps=timesteps)
+        step = int(timesteps.get(K.TRAINING_STEP, 0))
+        for module_id in self.module.keys():
+            cfg = self.config.get_config_for_module(module_id)
+            factor = lr_multiplier(step, warmup_steps=cfg.lr_warmup_steps, decay=cfg.lr_decay,
+                                   decay_steps=cfg.lr_decay_steps, min_ratio=cfg.lr_min_ratio)
+            for _, optimizer in self.get_optimizers_for_module(module_id):
+                # RLlib 2.60 keeps each optimizer's base lr only in this private map (and resets the lr to it
+                # after every update with the private framework setter used here); no public API exists.
+                base = float(self._optimizer_lr_schedules[optimizer].get_current_value())
+                self._set_optimizer_lr(optimizer, base * factor)
+            self.metrics.log_value((module_id, K.LR_MULTIPLIER), factor, window=1)
+
+    @override(Learner)
+    def update(self, batch: MultiAgentBatch | None = None, *, training_data: TrainingData | None = None,
+               **kwargs) -> Any:
+        """Prepare the learner's columns on this learner's whole shard first (:func:`prepare_columns`), then
+        RLlib's minibatch loop."""
+        if training_data is None:
+            training_data = TrainingData(batch=batch, batches=kwargs.pop("batches", None),
+                                         batch_refs=kwargs.pop("batch_refs", None))
+        training_data.validate()
+        training_data.solve_refs()
+        if training_data.batch is None:
+            raise ValueError("RagenLearner.update needs a prepared MultiAgentBatch (batch=...), not episodes")
+        training_data.batch = self.prepare_batch(training_data.batch, kwargs.get("num_epochs", 1),
+                                                 kwargs.get("minibatch_size"))
+        return super().update(training_data=training_data, **kwargs)
+
+    @abc.abstractmethod
+    def prepare_batch(self, batch: MultiAgentBatch, num_epochs: int, minibatch_size: int | None) -> MultiAgentBatch:
+        """Run :func:`prepare_columns` on every module's batch (framework-specific tensors and devices)."""
+
 
 def needs_forward(config, on_policy: bool) -> bool:
     """Whether the learner must run the no-grad pass before its gradient steps.
@@ -25,7 +75,7 @@ def needs_forward(config, on_policy: bool) -> bool:
     ``old_logprobs="engine"`` the old log-probs are the engine's sampling-time ones (no pass for them).
     """
     recompute_old = not on_policy and config.old_logprobs == "learner"
-    return recompute_old or config.adv_estimator in CRITIC_ESTIMATORS or uses_reference(config)
+    return recompute_old or estimator(config.adv_estimator).critic or uses_reference(config)
 
 
 def uses_reference(config) -> bool:
@@ -36,15 +86,25 @@ def uses_reference(config) -> bool:
 @torch.no_grad()
 def prepare_columns(module, batch: dict[str, torch.Tensor], config, ref_lm=None,
                     on_policy: bool = False) -> dict[str, torch.Tensor]:
-    """Add OLD_LOGPROBS (+ OLD_VALUES, ADVANTAGES, RETURNS for GAE; REF_LOGPROBS for KL) to ``batch``.
+    """Write the learner's columns of :data:`~.keys.COLUMNS` into ``batch`` (always all of them).
 
-    ``batch`` columns are ``[B, T]`` tensors on the learner's device (see :mod:`.batch`). With
-    ``on_policy`` (see :func:`needs_forward`) OLD_LOGPROBS is left out: the loss uses the detached
-    current log-probs. With ``config.old_logprobs == "engine"`` OLD_LOGPROBS is SAMPLE_LOGPROBS (always).
+    ``batch`` columns are ``[B, T]`` tensors on the learner's device (see :mod:`.batch`). The old log-probs'
+    source is chosen here, once: ``old_logprobs="engine"`` -> SAMPLE_LOGPROBS; ``"learner"`` -> recomputed by
+    the no-grad pass, except ``on_policy`` (see :func:`needs_forward`), where OLD_IS_CURRENT is 1 and the
+    loss takes the current log-probs, detached. REF_LOGPROBS (KL), OLD_VALUES and RETURNS (critic
+    estimators) are zeros when not used; learner estimators of the table write ADVANTAGES.
     """
+    missing = [key for key in K.LEARNER_INPUTS if key not in batch]
+    if missing:
+        raise ValueError(f"the learner's batch lacks the columns {missing}: build it with "
+                         "ragen_rllib.algorithms.ragen.batch.build_batch (see keys.COLUMNS)")
     mask = batch[K.LOSS_MASK].float()
-    if config.old_logprobs == "engine":
-        batch[K.OLD_LOGPROBS] = batch[K.SAMPLE_LOGPROBS].float() * mask
+    rows = mask.shape[0]
+    zeros = torch.zeros_like(mask)
+    current = on_policy and config.old_logprobs == "learner"
+    batch[K.OLD_IS_CURRENT] = torch.full((rows,), float(current), device=mask.device)
+    batch[K.OLD_LOGPROBS] = batch[K.SAMPLE_LOGPROBS].float() * mask if config.old_logprobs == "engine" else zeros
+    batch[K.REF_LOGPROBS], batch[K.OLD_VALUES], batch[K.RETURNS] = zeros, zeros, zeros
     if not needs_forward(config, on_policy):
         return batch
     was_training = module.training
@@ -61,35 +121,23 @@ def prepare_columns(module, batch: dict[str, torch.Tensor], config, ref_lm=None,
             refs.append(_reference_logprobs(module, ref_lm, chunk[K.INPUT_IDS]))
     if was_training:
         module.train()
-    if not on_policy and config.old_logprobs == "learner":
+    if config.old_logprobs == "learner" and not current:
         batch[K.OLD_LOGPROBS] = torch.cat(logps) * mask
     if refs:
         batch[K.REF_LOGPROBS] = torch.cat(refs) * mask
-    if config.adv_estimator in CRITIC_ESTIMATORS:
+    row = estimator(config.adv_estimator)
+    if row.where == LEARNER:
         vals = torch.cat(values) * mask
-        if config.adv_estimator == "bi_level_gae":
-            ends = batch[TURN_ENDS].long()
-            adv, ret = bilevel_gae(last_turn_rewards(batch[K.SCORES].float(), ends), ends, vals, mask,
-                                   high_gamma=config.high_level_gamma, gamma=config.gamma, lam=config.lambda_)
-        else:
-            T = ids.shape[1]
-            if config.use_turn_scores:
-                rewards = turn_token_rewards(batch[TURN_REWARDS].float(), batch[TURN_ENDS].long(), T)
-            else:
-                rewards = token_rewards(batch[K.SCORES].float(), batch[LAST_INDEX].long(), T)
-            if config.use_kl_in_reward:  # r_t -= kl_coeff * KL_t(policy before the update || reference)
-                kl = kl_penalty(torch.cat(logps), batch[K.REF_LOGPROBS], config.kl_type)
-                rewards = rewards - config.kl_coeff * kl * mask
-                batch[K.KL_REWARD] = kl * mask
-            adv, ret = gae(rewards, vals, mask, gamma=config.gamma, lam=config.lambda_)
-        batch[K.OLD_VALUES], batch[K.ADVANTAGES], batch[K.RETURNS] = vals, adv, ret
+        inputs = LearnerInputs(batch=batch, values=vals, logprobs=torch.cat(logps), config=config)
+        batch[K.OLD_VALUES] = vals
+        batch[K.ADVANTAGES], batch[K.RETURNS] = row.compute(inputs)
     return batch
 
 
 def _reference_logprobs(module, ref_lm, ids: torch.Tensor) -> torch.Tensor:
     """Token log-probs of the reference policy: the frozen copy ``ref_lm``, or with LoRA the base model
     (the module's LM with its adapter disabled)."""
-    from ragen_rllib.models.logprobs import gather_token_logprobs
+    from ragen_rllib.logprobs import gather_token_logprobs
 
     if ref_lm is not None:
         logits = ref_lm(input_ids=ids).logits
@@ -99,10 +147,3 @@ def _reference_logprobs(module, ref_lm, ids: torch.Tensor) -> torch.Tensor:
     else:
         raise ValueError("use_kl_loss needs a reference policy: a frozen copy (no LoRA) or a LoRA adapter to disable")
     return gather_token_logprobs(logits, ids, module.temperature).float()
-
-
-def last_turn_rewards(scores: torch.Tensor, turn_ends: torch.Tensor) -> torch.Tensor:
-    """``[B, N]`` turn rewards with each row's score ``[B]`` on its last real turn (``turn_ends`` -1 pads)."""
-    last = ((turn_ends >= 0).sum(dim=1) - 1).clamp(min=0)
-    out = torch.zeros(turn_ends.shape, dtype=scores.dtype, device=scores.device)
-    return out.scatter(1, last.unsqueeze(1), scores.unsqueeze(1))

@@ -8,8 +8,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from ragen_rllib.agent import episode as E
+from ragen_rllib.agent.trajectory import Trajectory
 from ragen_rllib.algorithms.ragen import keys as K
-from ragen_rllib.env.trajectory import Trajectory
 
 
 def rollout_metrics(trajectories: Sequence[Trajectory], rollout_seconds: float) -> dict[str, float]:

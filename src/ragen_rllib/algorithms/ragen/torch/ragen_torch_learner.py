@@ -1,4 +1,5 @@
-"""RagenTorchLearner: the StarPO loss (clipped surrogate, entropy bonus, optional value and KL losses)."""
+"""RagenTorchLearner: the StarPO loss (clipped surrogate, entropy bonus, value and KL losses as configured)
+and the micro-batched update."""
 
 from __future__ import annotations
 
@@ -9,38 +10,38 @@ from typing import Any
 
 import numpy as np
 import torch
-from ray.rllib.core.learner.learner import Learner
 from ray.rllib.core.learner.torch.torch_learner import TorchLearner
-from ray.rllib.core.learner.training_data import TrainingData
 from ray.rllib.policy.sample_batch import MultiAgentBatch, SampleBatch
 from ray.rllib.utils.annotations import override
 
 from ragen_rllib.algorithms.ragen import keys as K
-from ragen_rllib.algorithms.ragen.ragen_learner import prepare_columns, uses_reference
+from ragen_rllib.algorithms.ragen.estimators import estimator
+from ragen_rllib.algorithms.ragen.ragen_learner import RagenLearner, prepare_columns, uses_reference
 from ragen_rllib.rl.losses import aggregate, kl_penalty, micro_batch_weights, policy_loss, value_loss
-from ragen_rllib.rl.schedules import lr_multiplier
 
 ACTOR, CRITIC = "actor", "critic"  # optimizer names
 
 
-class RagenTorchLearner(TorchLearner):
+class RagenTorchLearner(RagenLearner, TorchLearner):
     """TorchLearner for :class:`RagenTorchRLModule`: one optimizer step per minibatch, its gradient
     accumulated over micro-batches of ``micro_batch_size`` trajectories (less memory, and faster per token
     on CPUs than one wide pass)."""
 
+    @override(TorchLearner)
     def build(self) -> None:
         super().build()
-        self._micro_weight: dict[str, torch.Tensor] = {}  # this micro-batch's loss weight per module
         self._micro_metrics: dict[tuple[str, str], float] = defaultdict(float)  # weighted sums over micro-batches
         self._ref_lms: dict[str, torch.nn.Module] = {}
-        for module_id, module in self.module._rl_modules.items():
-            module.unwrapped().entropy_requires_grad = self.config.get_config_for_module(module_id).entropy_coeff != 0
-            if uses_reference(self.config.get_config_for_module(module_id)) and not module.unwrapped().lora:
+        for module_id, module in self.module.items():
+            cfg = self.config.get_config_for_module(module_id)
+            module.unwrapped().entropy_requires_grad = cfg.entropy_coeff != 0
+            if uses_reference(cfg) and not module.unwrapped().lora:
                 ref = copy.deepcopy(module.unwrapped().lm).eval()
                 for p in ref.parameters():
                     p.requires_grad_(False)
                 self._ref_lms[module_id] = ref
 
+    @override(TorchLearner)
     def configure_optimizers_for_module(self, module_id: str, config=None) -> None:
         module = self._module[module_id]
         actor = [p for p in module.lm.parameters() if p.requires_grad]
@@ -52,40 +53,9 @@ class RagenTorchLearner(TorchLearner):
                                     optimizer=torch.optim.AdamW(critic), params=critic,
                                     lr_or_lr_schedule=config.critic_lr)
 
-    @override(Learner)
-    def before_gradient_based_update(self, *, timesteps: dict[str, Any]) -> None:
-        """Scale the base learning rates (``lr``, ``critic_lr``) by the schedule factor of this training step
-        (``lr_warmup_steps``, ``lr_decay``); RLlib resets them to the base after the update."""
-        super().before_gradient_based_update(timesteps=timesteps)
-        step = int(timesteps.get(K.TRAINING_STEP, 0))
-        for module_id in self.module.keys():
-            cfg = self.config.get_config_for_module(module_id)
-            factor = lr_multiplier(step, warmup_steps=cfg.lr_warmup_steps, decay=cfg.lr_decay,
-                                   decay_steps=cfg.lr_decay_steps, min_ratio=cfg.lr_min_ratio)
-            for _, optimizer in self.get_optimizers_for_module(module_id):
-                # RLlib 2.60 keeps each optimizer's base lr only in this private map and resets the lr to it
-                # after every update; no public getter exists.
-                base = float(self._optimizer_lr_schedules[optimizer].get_current_value())
-                for group in optimizer.param_groups:
-                    group["lr"] = base * factor
-            self.metrics.log_value((module_id, K.LR_MULTIPLIER), factor, window=1)
-
     # ------------------------------------------------------------------ before the minibatches
-    def update(self, batch: MultiAgentBatch | None = None, *, training_data: TrainingData | None = None,
-               **kwargs) -> Any:
-        """Recompute old log-probs (+ values, GAE, reference log-probs) on this learner's whole shard first."""
-        if training_data is None:
-            training_data = TrainingData(batch=batch, batches=kwargs.pop("batches", None),
-                                         batch_refs=kwargs.pop("batch_refs", None))
-        training_data.validate()
-        training_data.solve_refs()
-        if training_data.batch is None:
-            raise ValueError("RagenTorchLearner.update needs a prepared MultiAgentBatch (batch=...), not episodes")
-        training_data.batch = self._prepare(training_data.batch, kwargs.get("num_epochs", 1),
-                                            kwargs.get("minibatch_size"))
-        return super().update(training_data=training_data, **kwargs)
-
-    def _prepare(self, batch: MultiAgentBatch, num_epochs: int, minibatch_size: int | None) -> MultiAgentBatch:
+    @override(RagenLearner)
+    def prepare_batch(self, batch: MultiAgentBatch, num_epochs: int, minibatch_size: int | None) -> MultiAgentBatch:
         out = {}
         for module_id, sb in batch.policy_batches.items():
             module = self.module[module_id].unwrapped()
@@ -97,13 +67,16 @@ class RagenTorchLearner(TorchLearner):
         return MultiAgentBatch(out, env_steps=batch.env_steps())
 
     # ------------------------------------------------------------------ one minibatch: micro-batched
+    @override(TorchLearner)
     def _uncompiled_update(self, batch: dict, **kwargs):
         """Like ``TorchLearner._uncompiled_update``, with the forward/backward split into micro-batches.
 
-        Each micro-batch loss is weighted (:func:`micro_batch_weights`) so the accumulated gradient equals
-        the whole minibatch's; with DDP only the last backward all-reduces. Metrics are the weighted sums.
+        The one private override of this package: RLlib has no public hook between the forward/backward and
+        the optimizer step, and gradient accumulation needs exactly that. Each micro-batch's rows carry its
+        loss weight in MICRO_WEIGHT (:func:`micro_batch_weights`), so the accumulated gradient equals the
+        whole minibatch's; with DDP only the last backward all-reduces. Metrics are the weighted sums.
         """
-        self._compute_off_policyness(batch)
+        self._compute_off_policyness(batch)  # what TorchLearner._uncompiled_update logs first
         plans = {}
         for mid, cols in batch.items():
             cfg = self.config.get_config_for_module(mid)
@@ -116,11 +89,11 @@ class RagenTorchLearner(TorchLearner):
         loss_per_module: dict[str, torch.Tensor] = {}
         fwd_out: dict[str, Any] = {}
         for step in range(steps):
-            micro, self._micro_weight = {}, {}
+            micro = {}
             for mid, (size, weights) in plans.items():
                 if step < len(weights):
                     micro[mid] = {k: v[step * size:(step + 1) * size] for k, v in batch[mid].items()}
-                    self._micro_weight[mid] = weights[step].to(self._device)
+                    micro[mid][K.MICRO_WEIGHT] = torch.full_like(micro[mid][K.MICRO_WEIGHT], float(weights[step]))
             with contextlib.ExitStack() as stack:
                 if self.config.num_learners > 1 and step < steps - 1:
                     for mod in self.module.values():
@@ -145,34 +118,36 @@ class RagenTorchLearner(TorchLearner):
         return fwd_out, loss_per_module, {}
 
     # ------------------------------------------------------------------ the loss
+    @override(TorchLearner)
     def compute_loss_for_module(self, *, module_id: str, config, batch: dict[str, Any],
                                 fwd_out: dict[str, torch.Tensor]) -> torch.Tensor:
         mask = batch[K.LOSS_MASK].float()
         agg = config.loss_agg_mode
         logp = fwd_out[K.LOGPROBS]
-        old = batch[K.OLD_LOGPROBS] if K.OLD_LOGPROBS in batch else logp.detach() * mask  # on-policy: see prepare
+        current = batch[K.OLD_IS_CURRENT].unsqueeze(1) > 0  # on-policy step: old = current, detached
+        old = torch.where(current, logp.detach() * mask, batch[K.OLD_LOGPROBS])
         pl, stats = policy_loss(logp, old, batch[K.ADVANTAGES], mask, clip_low=config.clip_low,
                                 clip_high=config.clip_high, dual_clip=config.dual_clip, agg=agg)
         entropy = aggregate(fwd_out[K.ENTROPY], mask, agg)
         loss = pl - config.entropy_coeff * entropy
         logged = {K.POLICY_LOSS: pl, K.ENTROPY_METRIC: entropy, K.APPROX_KL: stats["approx_kl"],
-                  K.CLIP_FRACTION: stats["clip_fraction"]}
-        if K.VALUES in fwd_out:
+                  K.CLIP_FRACTION: stats["clip_fraction"], K.DUAL_CLIP_FRACTION: stats["dual_clip_fraction"]}
+        if estimator(config.adv_estimator).critic:
             vl, _ = value_loss(fwd_out[K.VALUES], batch[K.OLD_VALUES], batch[K.RETURNS], mask, clip=config.vf_clip,
                                agg=agg)
             loss = loss + config.vf_loss_coeff * vl
             logged[K.VALUE_LOSS] = vl
-        if config.use_kl_loss and K.REF_LOGPROBS in batch:
+        if config.use_kl_loss:
             kl = aggregate(kl_penalty(logp, batch[K.REF_LOGPROBS], config.kl_type), mask, agg)
             loss = loss + config.kl_coeff * kl
             logged[K.KL_LOSS] = kl
-        if K.LOSS_SCALE in batch:  # filter_loss_scale: the step's kept ratio (one value per batch)
-            loss = loss * batch[K.LOSS_SCALE].float().mean()
-        weight = self._micro_weight.get(module_id, 1.0)
+        loss = loss * batch[K.LOSS_SCALE].float().mean()  # filter_loss_scale: the step's kept ratio, else 1
+        weight = batch[K.MICRO_WEIGHT].float().mean()  # one value per micro-batch
         for key, value in logged.items():
             self._micro_metrics[(module_id, key)] += (weight * value.detach().float()).item()
         return weight * loss
 
+    @override(TorchLearner)
     def postprocess_gradients_for_module(self, *, module_id, config=None, module_gradients_dict):
         grads = [g for g in module_gradients_dict.values() if g is not None]
         if grads:

@@ -30,9 +30,10 @@ from typing import Any
 import torch
 from ray.rllib.core.rl_module.apis import InferenceOnlyAPI
 from ray.rllib.core.rl_module.torch import TorchRLModule
+from ray.rllib.utils.annotations import override
 
 from ragen_rllib.algorithms.ragen import keys as K
-from ragen_rllib.models.logprobs import gather_token_logprobs
+from ragen_rllib.logprobs import gather_token_logprobs
 from ragen_rllib.rl.losses import entropy_from_logits
 
 VALUE_HEAD = "value_head"  # attribute (and state-dict prefix) of the critic head
@@ -44,6 +45,7 @@ class RagenTorchRLModule(TorchRLModule, InferenceOnlyAPI):
 
     framework = "torch"
 
+    @override(TorchRLModule)
     def setup(self) -> None:
         from transformers import AutoModelForCausalLM
 
@@ -92,9 +94,11 @@ class RagenTorchRLModule(TorchRLModule, InferenceOnlyAPI):
         return self._autocast_dtypes[kind]
 
     # ------------------------------------------------------------------ forward
+    @override(TorchRLModule)
     def _forward(self, batch: dict[str, Any], **kwargs) -> dict[str, Any]:
         return self._forward_train(batch, **kwargs)
 
+    @override(TorchRLModule)
     def _forward_train(self, batch: dict[str, Any], **kwargs) -> dict[str, Any]:
         """Token log-probs (and values, entropy) of ``batch[INPUT_IDS]`` ``[B, T]``; all outputs ``[B, T]``."""
         ids = batch[K.INPUT_IDS].long()
@@ -112,6 +116,7 @@ class RagenTorchRLModule(TorchRLModule, InferenceOnlyAPI):
         return result
 
     # ------------------------------------------------------------------ state
+    @override(InferenceOnlyAPI)
     def get_non_inference_attributes(self) -> list[str]:
         return [VALUE_HEAD]
 
@@ -132,6 +137,7 @@ class RagenTorchRLModule(TorchRLModule, InferenceOnlyAPI):
             return merged
         return {name: t.detach() for name, t in lm.state_dict().items()}
 
+    @override(TorchRLModule)
     def get_state(self, components=None, *, not_components=None, inference_only: bool = False, **kwargs):
         """Tensors in the model's dtype (on CPU); LoRA adapters only when LoRA is on; no value head if inference_only."""
         state = {}
@@ -145,6 +151,7 @@ class RagenTorchRLModule(TorchRLModule, InferenceOnlyAPI):
             state.update({f"{VALUE_HEAD}.{k}": v for k, v in getattr(self, VALUE_HEAD).state_dict().items()})
         return {k: v.detach().cpu() for k, v in state.items()}
 
+    @override(TorchRLModule)
     def set_state(self, state: dict[str, Any]) -> None:
         tensors = {k: torch.as_tensor(v) for k, v in state.items()}
         lm_state = {k[len("lm."):]: v for k, v in tensors.items() if k.startswith("lm.")}

@@ -3,10 +3,11 @@
 import gymnasium as gym
 import pytest
 import torch
+from ray.rllib.utils.metrics.metrics_logger import MetricsLogger
 
 from ragen_rllib import RagenConfig
-from ragen_rllib.env.ragen_env_runner import RagenEnvRunner
 from ragen_rllib.envs.base import text_space
+from ragen_rllib.runner.ragen_env_runner import RagenEnvRunner
 
 
 class ExplodingEnv(gym.Env):
@@ -45,7 +46,20 @@ def test_groups_follow_ragens_seed_schedule_and_share_a_seed(runner):
     trajectories = runner.sample(step=1)
     assert [t.group_id for t in trajectories] == [10002, 10002, 10003, 10003]
     assert all(t.error is None and t.response_ids and t.samples for t in trajectories)
-    assert runner.get_metrics()["num_env_steps_sampled"] == sum(t.metrics["num_turns"] for t in trajectories)
+    turns = sum(t.metrics["num_turns"] for t in trajectories)
+    driver = aggregated(runner)
+    assert driver.peek("num_env_steps_sampled") == turns and driver.peek("num_episodes") == len(trajectories)
+    assert driver.peek("num_env_steps_sampled_lifetime") == turns == runner.num_env_steps_sampled_lifetime
+    runner.sample(step=0, validation=True)  # validation does not count as sampled training steps
+    driver.aggregate([runner.get_metrics()])
+    assert driver.peek("num_env_steps_sampled_lifetime") == turns == runner.num_env_steps_sampled_lifetime
+
+
+def aggregated(runner, driver=None):
+    """The runner's metrics as the driver sees them after ``Ragen`` collected them (RLlib's MetricsLogger)."""
+    driver = driver or MetricsLogger(root=True)
+    driver.aggregate([runner.get_metrics()])
+    return driver
 
 
 def test_an_env_that_raises_is_counted_and_never_escapes_sample():
@@ -53,8 +67,10 @@ def test_an_env_that_raises_is_counted_and_never_escapes_sample():
     try:
         out = r.sample(step=0)
         assert len(out) == 1 and "env bug" in out[0].error
-        assert r.errors == 1 and r.get_metrics()["runner_errors"] == 1
-        assert r.sample(step=1)[0].error and r.errors == 2  # the runner keeps serving
+        driver = aggregated(r)
+        assert driver.peek("runner_errors_lifetime") == 1
+        assert r.sample(step=1)[0].error  # the runner keeps serving
+        assert aggregated(r, driver).peek("runner_errors_lifetime") == 2
     finally:
         r.stop()
 

@@ -17,15 +17,22 @@ import gymnasium as gym
 import ray
 from ray.rllib.core import COMPONENT_RL_MODULE, DEFAULT_MODULE_ID
 from ray.rllib.env.env_runner import EnvRunner
-from ray.rllib.utils.metrics import NUM_ENV_STEPS_SAMPLED, NUM_ENV_STEPS_SAMPLED_LIFETIME, WEIGHTS_SEQ_NO
+from ray.rllib.utils.annotations import override
+from ray.rllib.utils.metrics import (
+    NUM_ENV_STEPS_SAMPLED,
+    NUM_ENV_STEPS_SAMPLED_LIFETIME,
+    NUM_EPISODES,
+    NUM_EPISODES_LIFETIME,
+    WEIGHTS_SEQ_NO,
+)
 
 import ragen_rllib.envs  # noqa: F401  (registers the built-in envs in this process)
 from ragen_rllib.agent.chat_format import ChatFormat
 from ragen_rllib.agent.prompts import generation_prefill
 from ragen_rllib.agent.rollout import rollout
-from ragen_rllib.algorithms.ragen.keys import RUNNER_ERRORS
+from ragen_rllib.agent.trajectory import Trajectory
+from ragen_rllib.algorithms.ragen.keys import RUNNER_ERRORS_LIFETIME
 from ragen_rllib.engines.base import SamplingConfig
-from ragen_rllib.env.trajectory import Trajectory
 from ragen_rllib.envs.base import text_space
 
 logger = logging.getLogger(__name__)
@@ -47,7 +54,6 @@ class RagenEnvRunner(EnvRunner):
         self.engine = None
         self.chat = None
         self._weights_seq_no = 0
-        self.errors = 0
         self.last_rollout: dict[str, float] = {}
         self._build_engine()
 
@@ -80,6 +86,7 @@ class RagenEnvRunner(EnvRunner):
         first = self.runner_index * self.train_groups
         return [cfg.train_seed_base + step * cfg.env_groups + first + g for g in range(self.train_groups)]
 
+    @override(EnvRunner)
     def sample(self, *, step: int = 0, validation: bool = False, **kwargs) -> list[Trajectory]:
         """One multi-turn rollout over this runner's groups; never raises on model or env errors."""
         cfg = self.config
@@ -97,23 +104,27 @@ class RagenEnvRunner(EnvRunner):
         try:
             episodes = rollout(self.engine, self.chat, envs, seeds, self.agent_cfg, sampling)
         except Exception as err:  # an env bug or engine failure: count it, return nothing this time
-            self.errors += 1
             logger.exception("rollout failed on env runner %s", self.worker_index)
-            self.metrics.log_value(RUNNER_ERRORS, 1, reduce="sum")
-            self.metrics.log_value(NUM_ENV_STEPS_SAMPLED, 0, reduce="sum")
+            self.metrics.log_value(RUNNER_ERRORS_LIFETIME, 1, reduce="lifetime_sum")
             return [Trajectory(env_id=str(cfg.env), group_id=-1, seed=-1, error=repr(err))]
         seconds = time.perf_counter() - start
         trajectories = [Trajectory.from_episode(ep, str(cfg.env), group_id=s) for ep, s in zip(episodes, seeds)]
-        failed = sum(t.error is not None for t in trajectories)
-        if failed:
-            self.errors += failed
-            self.metrics.log_value(RUNNER_ERRORS, failed, reduce="sum")
-        steps = sum(int(t.metrics.get("num_turns", 0)) for t in trajectories)
+        self.metrics.log_value(RUNNER_ERRORS_LIFETIME, sum(t.error is not None for t in trajectories),
+                               reduce="lifetime_sum")
         tokens = sum(len(turn.response_ids) for ep in episodes for turn in ep.turns)
-        self.num_env_steps_sampled_lifetime += steps
-        self.metrics.log_value(NUM_ENV_STEPS_SAMPLED, steps, reduce="sum")
+        if not validation:  # RLlib's step counters (Tune stop keys) count training samples only
+            self._log_counters(steps=sum(int(t.metrics.get("num_turns", 0)) for t in trajectories),
+                               episodes=len(trajectories))
         self.last_rollout = {"seconds": seconds, "generated_tokens": tokens}
         return trajectories
+
+    def _log_counters(self, steps: int, episodes: int) -> None:
+        """RLlib's standard counters, as its SingleAgentEnvRunner logs them (an env step = one turn)."""
+        self.num_env_steps_sampled_lifetime += steps
+        self.metrics.log_value(NUM_ENV_STEPS_SAMPLED, steps, reduce="sum")
+        self.metrics.log_value(NUM_ENV_STEPS_SAMPLED_LIFETIME, steps, reduce="lifetime_sum", with_throughput=True)
+        self.metrics.log_value(NUM_EPISODES, episodes, reduce="sum")
+        self.metrics.log_value(NUM_EPISODES_LIFETIME, episodes, reduce="lifetime_sum")
 
     # ------------------------------------------------------------------ weights
     def load_weights(self, weights: Any, seq_no: int) -> int:
@@ -130,16 +141,21 @@ class RagenEnvRunner(EnvRunner):
         return self._weights_seq_no
 
     # ------------------------------------------------------------------ RLlib EnvRunner API
+    @override(EnvRunner)
     def get_spaces(self) -> dict[str, tuple[gym.Space, gym.Space]]:
         space = text_space()
         return {DEFAULT_MODULE_ID: (space, space), "__env__": (space, space)}
 
+    @override(EnvRunner)
     def assert_healthy(self) -> None:
         assert self.engine is not None and self.envs, "the env runner has no engine or no envs"
 
+    @override(EnvRunner)
     def get_metrics(self) -> dict:
         return self.metrics.reduce()
 
+    # get_state / set_state: RLlib's checkpoint and weight-sync entry points (EnvRunnerGroup calls them; the
+    # EnvRunner base does not declare them, SingleAgentEnvRunner gets them from Checkpointable).
     def get_state(self, components=None, *, not_components=None, **kwargs) -> dict:
         return {WEIGHTS_SEQ_NO: self._weights_seq_no, NUM_ENV_STEPS_SAMPLED_LIFETIME: self.num_env_steps_sampled_lifetime}
 
@@ -155,6 +171,7 @@ class RagenEnvRunner(EnvRunner):
         if NUM_ENV_STEPS_SAMPLED_LIFETIME in state:
             self.num_env_steps_sampled_lifetime = state[NUM_ENV_STEPS_SAMPLED_LIFETIME]
 
+    @override(EnvRunner)
     def stop(self) -> None:
         if self.engine is not None:
             self.engine.close()

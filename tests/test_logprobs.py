@@ -2,7 +2,7 @@ import math
 
 import torch
 
-from ragen_rllib.models.logprobs import gather_token_logprobs, masked_mean
+from ragen_rllib.logprobs import gather_token_logprobs, masked_mean
 
 
 def test_gather_token_logprobs_by_hand():
