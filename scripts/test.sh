@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The whole test suite: set up (idempotent), then pytest. Extra arguments go to pytest
-# (e.g. `bash scripts/test.sh -m "not slow"` for the fast tier).
+# The whole test suite: set up (idempotent), lint (ruff, zero findings), then pytest. Extra arguments go to
+# pytest (e.g. `bash scripts/test.sh -m "not slow"` for the fast tier).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh || exit 1
@@ -9,6 +9,7 @@ export RAGEN_RLLIB_CACHE="${RAGEN_RLLIB_CACHE:-$PWD/.cache/ragen_rllib}"
 export HF_HOME="$PWD/.cache/hf" HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 export VLLM_CACHE_ROOT="$PWD/.cache/vllm" TORCHINDUCTOR_CACHE_DIR="$PWD/.cache/inductor"
 mkdir -p .cache/tmp && export TMPDIR="$PWD/.cache/tmp"
+.venv/bin/ruff check . || { echo "ruff found problems (above): fix them, or run .venv/bin/ruff check --fix ." >&2; exit 1; }
 .venv/bin/python -m pytest "$@"
 rc=$?
 if [ "$rc" -eq 5 ]; then

@@ -27,7 +27,8 @@ def play(env: gym.Env, policy: str, seed: int, rng: np.random.Generator) -> tupl
     obs, info = env.reset(seed=seed)
     total, steps = 0.0, 0
     base = env.unwrapped
-    for steps in range(1, MAX_EPISODE_STEPS + 1):
+    while steps < MAX_EPISODE_STEPS:
+        steps += 1
         if policy == "oracle":
             action = base.oracle_action() or ""
         else:

@@ -72,7 +72,8 @@ def test_huge_garbage_is_rejected_quickly():
     assert not parse("</answer><think>" * 10000).format_ok
 
 
-FRAGMENTS = st.sampled_from(["<think>", "</think>", "<answer>", "</answer>", "||", "Left", "up", " ", "\n", "<", "\x00"])
+FRAGMENTS = st.sampled_from(["<think>", "</think>", "<answer>", "</answer>", "||", "Left", "up", " ", "\n", "<",
+                             "\x00"])
 
 
 @settings(max_examples=300, deadline=None)

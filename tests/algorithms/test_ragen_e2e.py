@@ -25,7 +25,8 @@ LEARNER_KEYS = (K.POLICY_LOSS, K.VALUE_LOSS, K.ENTROPY_METRIC, K.APPROX_KL, K.CL
 def learner_weights(algo):
     """The HF-named weights of every learner (cloned, fp32)."""
     results = algo.learner_group.foreach_learner(lambda learner: {
-        k: v.detach().float().clone() for k, v in learner.module[DEFAULT_MODULE_ID].unwrapped().hf_state_dict().items()})
+        k: v.detach().float().clone()
+        for k, v in learner.module[DEFAULT_MODULE_ID].unwrapped().hf_state_dict().items()})
     return [r.get() for r in results]
 
 

@@ -53,7 +53,8 @@ def test_hf_sampling_is_seeded_and_logprobs_match_a_forward_pass(tok, prompts):
     s = SamplingConfig(temperature=1.0, max_tokens=10, seed=5)
     a, b = engine.generate(prompts, s), engine.generate(prompts, s)
     assert [g.token_ids for g in a] == [g.token_ids for g in b]
-    assert [g.token_ids for g in a] != [g.token_ids for g in engine.generate(prompts, SamplingConfig(seed=6, max_tokens=10))]
+    other = engine.generate(prompts, SamplingConfig(seed=6, max_tokens=10))
+    assert [g.token_ids for g in a] != [g.token_ids for g in other]
     for p, g in zip(prompts, a):
         assert len(g.logprobs) == len(g.token_ids) <= 10
         torch.testing.assert_close(torch.tensor(g.logprobs), recomputed_logprobs(model, p, g.token_ids),

@@ -85,8 +85,8 @@ def test_gigpo_matches_a_plain_python_loop(seed):
     states = [[rng.randrange(4) for _ in range(N)] for _ in range(B)]
     scores = [sum(r) for r in rewards]
     f64 = torch.float64
-    out = gigpo(torch.tensor(scores, dtype=f64), torch.tensor(groups), torch.tensor(rewards, dtype=f64), torch.tensor(mask),
-                torch.tensor(states), gamma=0.9, step_weight=0.7)
+    out = gigpo(torch.tensor(scores, dtype=f64), torch.tensor(groups), torch.tensor(rewards, dtype=f64),
+                torch.tensor(mask), torch.tensor(states), gamma=0.9, step_weight=0.7)
     torch.testing.assert_close(out, torch.tensor(reference(scores, groups, rewards, mask, states, 0.9, 0.7),
                                                  dtype=torch.float64), atol=1e-9, rtol=1e-9)
 

@@ -82,7 +82,7 @@ def test_micro_batch_weights_make_micro_losses_add_up_to_the_minibatch_loss(mode
     mask[3] = 0  # a row without trained tokens
     weights = micro_batch_weights(mask, micro, mode)
     assert len(weights) == -(-5 // micro)
-    parts = [aggregate(l, m, mode) for l, m in zip(loss_mat.split(micro), mask.split(micro))]
+    parts = [aggregate(loss, m, mode) for loss, m in zip(loss_mat.split(micro), mask.split(micro))]
     total = sum(float(w) * float(p) for w, p in zip(weights, parts))
     assert total == pytest.approx(float(aggregate(loss_mat, mask, mode)), abs=1e-9)
 

@@ -86,7 +86,8 @@ class AgentEpisode:
         parsed = parse_response(text, self.cfg, self.action_names)
         result = execute_turn(self.env, parsed, self.cfg, self.actions_left, self.state)
         self.transcript.set_reward(result.reward)
-        record = TurnRecord(state=str(self.state), response_ids=tuple(response_ids), text=text, parsed=parsed, result=result)
+        record = TurnRecord(state=str(self.state), response_ids=tuple(response_ids), text=text, parsed=parsed,
+                            result=result)
         self.turns.append(record)
         self.state = result.state
         self.actions_left -= len(result.actions)

@@ -88,7 +88,8 @@ def generation_prefill(cfg: AgentConfig) -> str:
 
 
 def assistant_text(think: str, answer: str, cfg: AgentConfig) -> str:
-    """A well-formed response AFTER the prefill (used by demonstrations): ``' thoughts </think> <answer> a </answer>'``."""
+    """A well-formed response AFTER the prefill (used by demonstrations):
+    ``' thoughts </think> <answer> a </answer>'``."""
     if cfg.enable_think:
         return f" {think.strip()} {THINK_CLOSE} {ANSWER_OPEN} {answer.strip()} {ANSWER_CLOSE}"
     return f" {answer.strip()} {ANSWER_CLOSE}"

@@ -157,7 +157,8 @@ class RagenEnvRunner(EnvRunner):
     # get_state / set_state: RLlib's checkpoint and weight-sync entry points (EnvRunnerGroup calls them; the
     # EnvRunner base does not declare them, SingleAgentEnvRunner gets them from Checkpointable).
     def get_state(self, components=None, *, not_components=None, **kwargs) -> dict:
-        return {WEIGHTS_SEQ_NO: self._weights_seq_no, NUM_ENV_STEPS_SAMPLED_LIFETIME: self.num_env_steps_sampled_lifetime}
+        return {WEIGHTS_SEQ_NO: self._weights_seq_no,
+                NUM_ENV_STEPS_SAMPLED_LIFETIME: self.num_env_steps_sampled_lifetime}
 
     def set_state(self, state: dict) -> None:
         """RLlib's weight-sync entry point: ``{"rl_module": {module_id: state}, "weights_seq_no": n}``."""

@@ -112,7 +112,8 @@ class RagenTorchRLModule(TorchRLModule, InferenceOnlyAPI):
                 result[K.ENTROPY] = _shifted_entropy(logits, self.temperature)
         if self.has_value_head:
             hidden = out.hidden_states[-1]
-            result[K.VALUES] = getattr(self, VALUE_HEAD)(hidden.to(getattr(self, VALUE_HEAD).weight.dtype)).squeeze(-1).float()
+            head = getattr(self, VALUE_HEAD)
+            result[K.VALUES] = head(hidden.to(head.weight.dtype)).squeeze(-1).float()
         return result
 
     # ------------------------------------------------------------------ state
@@ -139,7 +140,8 @@ class RagenTorchRLModule(TorchRLModule, InferenceOnlyAPI):
 
     @override(TorchRLModule)
     def get_state(self, components=None, *, not_components=None, inference_only: bool = False, **kwargs):
-        """Tensors in the model's dtype (on CPU); LoRA adapters only when LoRA is on; no value head if inference_only."""
+        """Tensors in the model's dtype (on CPU); LoRA adapters only when LoRA is on; no value head if
+        inference_only."""
         state = {}
         if self.lora:
             from peft import get_peft_model_state_dict
