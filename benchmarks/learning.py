@@ -24,8 +24,10 @@ ROOT = Path(__file__).resolve().parents[1]
 OUT = Path(__file__).parent / "results"
 #: env -> (env_config, warm start settings). SimpleSokoban = RAGEN's training tag (6x6, 1 box).
 ENVS = {
-    "FrozenLake": ({"size": 4, "is_slippery": False}, {"epochs": 2, "noise": 0.45}),  # converged in bf16 and fp32
-    "Sokoban": ({"dim_room": (6, 6), "num_boxes": 1}, {"epochs": 2, "noise": 0.15}),
+    "FrozenLake": ({"size": 4, "is_slippery": False},
+                   {"episodes_per_env": 640, "epochs": 2, "noise": 0.45}),  # converged in bf16 and fp32
+    # 640 episodes x 2 epochs (15% noise) learnt the format but solved 4.7% of maps: 3x the data, 3 epochs
+    "Sokoban": ({"dim_room": (6, 6), "num_boxes": 1}, {"episodes_per_env": 1920, "epochs": 3, "noise": 0.1}),
 }
 PRESET_OF = {"ppo": "ppo", "grpo": "grpo", "gigpo": "gigpo"}
 
@@ -37,7 +39,8 @@ def warm_model(env: str) -> Path:
 
     env_config, ws = ENVS[env]
     precision = "bf16" if resolve_autocast("auto", "cpu") is not None else "fp32"
-    path = ROOT / ".cache" / "bench" / f"small-{env.lower()}-{ws['epochs']}ep-noise{ws['noise']:g}-{precision}"
+    name = f"small-{env.lower()}-{ws['episodes_per_env']}x{ws['epochs']}ep-noise{ws['noise']:g}-{precision}"
+    path = ROOT / ".cache" / "bench" / name
     if not (path / REPORT_FILE).exists():
         print(f"[learning] warm-starting the small model on {env} into {path} (once)", flush=True)
         build_model("small", path, seed=0)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The main job: set up (idempotent), then train a warm-started LLM agent on FrozenLake-4x4 on CPU
-# (examples/train_frozenlake.py; ~2 min warm start once, then ~9 min of RL and ~2 min of validation).
+# (examples/train_frozenlake.py; ~2-3 min warm start once, then ~9 min of RL and ~2 min of validation).
 # Extra arguments go to the script. `bash scripts/demo.sh --seed-study [--seeds 0 1 2] [-- demo flags]` runs
 # the seed study instead (benchmarks/demo_seeds.py: the demo with seeds 0, 1, 2, one after another).
 set -euo pipefail
