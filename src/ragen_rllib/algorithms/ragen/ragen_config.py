@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 import inspect
+from pathlib import Path
 from typing import Any
 
 from ray.rllib.algorithms.algorithm_config import AlgorithmConfig, NotProvided
@@ -47,6 +48,30 @@ class RagenConfig(AlgorithmConfig, RagenHyperparams):
         from ragen_rllib.runner.ragen_env_runner import RagenEnvRunner
 
         self.env_runner_cls = RagenEnvRunner
+        self.run_settings: dict[str, Any] = {}  # a config file's `run` section (stop, checkpoint_every, out_dir)
+        self.tune_settings: dict[str, Any] = {}  # a config file's `tune` section (sweeps)
+
+    # ------------------------------------------------------------------ config files
+    @classmethod
+    def from_yaml(cls, path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -> RagenConfig:
+        """A config from a YAML file (sections = the builder methods, plus ``run`` and ``tune``; see
+        :mod:`.config_files`) and OmegaConf dotlist ``overrides`` such as ``["training.lr=1e-5"]``. Unknown keys
+        and bad types fail here, naming the file, the key path, the value and the nearest valid keys."""
+        from ragen_rllib.algorithms.ragen.config_files import apply_tree, load_tree
+
+        return apply_tree(cls(), load_tree(path, overrides))
+
+    def to_yaml(self, path: str | Path | None = None) -> str:
+        """This config as YAML that :meth:`from_yaml` loads back to an equal config (written to ``path`` if
+        given)."""
+        from omegaconf import OmegaConf
+
+        from ragen_rllib.algorithms.ragen.config_files import dump_tree
+
+        text = OmegaConf.to_yaml(OmegaConf.create(dump_tree(self)))
+        if path is not None:
+            Path(path).write_text(text)
+        return text
 
     def preset(self, name: str) -> RagenConfig:
         """Apply an algorithm preset (``ppo``, ``grpo``, ``dr_grpo``, ``dapo``, ``starpo_s``, ``gigpo``; see
