@@ -142,7 +142,7 @@ class RagenTorchLearner(RagenLearner, TorchLearner):
             loss = loss + config.kl_coeff * kl
             logged[K.KL_LOSS] = kl
         loss = loss * batch[K.LOSS_SCALE].float().mean()  # filter_loss_scale: the step's kept ratio, else 1
-        weight = batch[K.MICRO_WEIGHT].float().mean()  # one value per micro-batch
+        weight = batch[K.MICRO_WEIGHT][0].float()  # the same value on every row of a micro-batch
         for key, value in logged.items():
             self._micro_metrics[(module_id, key)] += (weight * value.detach().float()).item()
         return weight * loss
