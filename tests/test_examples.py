@@ -30,7 +30,7 @@ def test_cli_envs_lists_every_builtin_env():
 
 
 def test_cli_env_demo_oracles_beat_random():
-    out = run("-m", "ragen_rllib.cli", "demo", "--episodes", "5")
+    out = run("-m", "ragen_rllib.cli", "play-envs", "--episodes", "5")
     rows = {tuple(line.split()[:2]): float(line.split()[2]) for line in out.splitlines() if line.startswith("ragen/")}
     assert rows[("ragen/Sokoban-v0", "oracle")] == 1.0
     assert rows[("ragen/Sokoban-v0", "oracle")] > rows[("ragen/Sokoban-v0", "random")]

@@ -1,8 +1,9 @@
 """The ``ragen-rllib`` console command.
 
 Subcommands:
-  demo   play every built-in environment with its oracle and a random policy (CPU, seconds)
-  envs   list the registered environments with their config keys and defaults
+  train       train from a config file (configs/...), with checkpoints and a learning curve
+  play-envs   play every built-in environment with its oracle and a random policy (no LLM, no RL; seconds)
+  envs        list the registered environments with their config keys and defaults
   make-model  build an offline tiny model (optionally warm-started on oracle demonstrations)
 """
 
@@ -12,7 +13,15 @@ import argparse
 import sys
 
 
-def _cmd_demo(args: argparse.Namespace) -> int:
+def _cmd_train(args: argparse.Namespace) -> int:
+    from ragen_rllib.training_run import train
+
+    run_dir = train(args.config, args.overrides, resume=args.resume)
+    print(f"run saved to {run_dir}")
+    return 0
+
+
+def _cmd_play_envs(args: argparse.Namespace) -> int:
     from ragen_rllib.demo import run_env_demo
 
     run_env_demo(episodes=args.episodes, seed=args.seed)
@@ -49,10 +58,19 @@ def _cmd_make_model(args: argparse.Namespace) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="ragen-rllib", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
-    demo = sub.add_parser("demo", help="play every built-in env with oracle and random policies")
-    demo.add_argument("--episodes", type=int, default=20, help="episodes per env and policy")
-    demo.add_argument("--seed", type=int, default=0, help="first reset seed")
-    demo.set_defaults(func=_cmd_demo)
+    train = sub.add_parser("train", help="train from a config file (RagenConfig.from_yaml)",
+                           description="Train from a YAML config: one progress line per iteration, RLlib "
+                           "checkpoints every run.checkpoint_every iterations and at the end, the resolved config, "
+                           "progress.jsonl and learning_curve.png under run.out_dir.")
+    train.add_argument("config", nargs="?", help="a YAML config, e.g. configs/runs/frozenlake_grpo_cpu.yaml")
+    train.add_argument("overrides", nargs="*", metavar="section.key=value",
+                       help="dotlist overrides, e.g. training.lr=1e-5 run.stop.training_iteration=50")
+    train.add_argument("--resume", metavar="RUN_DIR", help="continue a run from its last checkpoint")
+    train.set_defaults(func=_cmd_train)
+    play = sub.add_parser("play-envs", help="play every built-in env with oracle and random policies (no LLM)")
+    play.add_argument("--episodes", type=int, default=20, help="episodes per env and policy")
+    play.add_argument("--seed", type=int, default=0, help="first reset seed")
+    play.set_defaults(func=_cmd_play_envs)
     envs = sub.add_parser("envs", help="list the built-in environments and their config keys")
     envs.set_defaults(func=_cmd_envs)
     mm = sub.add_parser("make-model", help="build an offline tiny model (optionally warm-started)")
@@ -78,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return args.func(args)
-    except ValueError as err:  # bad input: a clear message, no traceback
+    except (ValueError, FileNotFoundError) as err:  # bad input: one clear line, exit code 2, no traceback
         parser.exit(2, f"ragen-rllib {args.command}: error: {err}\n")
 
 

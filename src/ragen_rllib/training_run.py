@@ -1,0 +1,154 @@
+"""``ragen-rllib train``: train a Ragen algorithm from a config file, with checkpoints, a resolved config, a
+per-iteration record and a learning curve under the run directory.
+
+Layout of a run directory::
+
+    config.yaml              the resolved config (loads back with RagenConfig.from_yaml)
+    progress.jsonl           one line per iteration: the iteration and the headline metrics
+    checkpoints/iter_NNNN/   RLlib checkpoints (Algorithm.save_to_path), every run.checkpoint_every and at the end
+    learning_curve.png       training (and validation) success per iteration (needs matplotlib)
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from ragen_rllib.algorithms.ragen import keys as K
+
+CONFIG_FILE, PROGRESS_FILE, CHECKPOINTS, CURVE_FILE = "config.yaml", "progress.jsonl", "checkpoints", \
+    "learning_curve.png"
+
+
+def lookup(result: Mapping[str, Any], key: str) -> Any:
+    """``result["a"]["b"]`` for ``key="a/b"`` (Tune's stop-key syntax); a top-level key as is. None if absent."""
+    node: Any = result
+    for part in key.split("/"):
+        if not isinstance(node, Mapping) or part not in node:
+            return None
+        node = node[part]
+    return node
+
+
+def should_stop(result: Mapping[str, Any], stop: Mapping[str, float]) -> str | None:
+    """The first stop criterion ``result`` reached (Tune's semantics: value >= bound), or ``done`` when an
+    early-stop rule ended training; None to go on."""
+    for key, bound in stop.items():
+        value = lookup(result, key)
+        if value is not None and value >= bound:
+            return f"{key}={value} >= {bound}"
+    if result.get("done"):
+        return "done (an early-stop rule fired)"
+    return None
+
+
+def progress_line(result: Mapping[str, Any]) -> str:
+    """One line per iteration: success, return, valid actions, tokens/s and the phase times."""
+    runners, timers = result.get("env_runners", {}), result.get("timers", {})
+
+    def num(value: Any, fmt: str) -> str:
+        return format(value, fmt) if isinstance(value, (int, float)) and math.isfinite(value) else "-"
+
+    line = (f"iter {result.get('training_iteration', 0):4d}  success {num(runners.get(K.SUCCESS_RATE), '.1%')}"
+            f"  return {num(runners.get(K.EPISODE_RETURN_MEAN), '+.3f')}"
+            f"  valid {num(runners.get(K.ACTION_VALID_RATE), '.1%')}"
+            f"  tokens/s {num(runners.get(K.GENERATED_TOKENS_PER_S), '.0f')}"
+            f"  (sample {num(timers.get('ragen_sample_s'), '.1f')} s, learn {num(timers.get('ragen_learn_s'), '.1f')}"
+            f" s, sync {num(timers.get('ragen_weight_sync_s'), '.2f')} s)")
+    val = lookup(result, f"evaluation/env_runners/{K.SUCCESS_RATE}")
+    return line + (f"  validation {val:.1%}" if isinstance(val, (int, float)) else "")
+
+
+def headline(result: Mapping[str, Any]) -> dict[str, Any]:
+    """The metrics ``progress.jsonl`` keeps per iteration."""
+    keys = (K.SUCCESS_RATE, K.EPISODE_RETURN_MEAN, K.ACTION_VALID_RATE, K.GENERATED_TOKENS_PER_S)
+    runners = result.get("env_runners", {})
+    row = {"iteration": result.get("training_iteration"), **{k: runners.get(k) for k in keys}}
+    row["validation_success_rate"] = lookup(result, f"evaluation/env_runners/{K.SUCCESS_RATE}")
+    row["num_env_steps_sampled_lifetime"] = result.get("num_env_steps_sampled_lifetime")
+    return row
+
+
+def last_checkpoint(run_dir: Path) -> Path:
+    """The newest ``checkpoints/iter_NNNN`` of a run directory."""
+    found = sorted((run_dir / CHECKPOINTS).glob("iter_*"))
+    if not found:
+        raise FileNotFoundError(f"--resume {run_dir}: no checkpoint under {run_dir / CHECKPOINTS}")
+    return found[-1]
+
+
+def train(config_path: str | Path | None, overrides: list[str], resume: str | Path | None = None,
+          log: Callable[[str], None] = print) -> Path:
+    """Train until ``run.stop`` (default: 10 iterations); returns the run directory."""
+    from ragen_rllib import RagenConfig, init_ray
+
+    if resume is not None:
+        run_dir = Path(resume)
+        if not (run_dir / CONFIG_FILE).is_file():
+            raise FileNotFoundError(f"--resume {run_dir}: not a run directory (no {CONFIG_FILE})")
+        config = RagenConfig.from_yaml(run_dir / CONFIG_FILE, overrides)
+        checkpoint = last_checkpoint(run_dir)
+    else:
+        if config_path is None:
+            raise ValueError("train needs a CONFIG file (or --resume RUN_DIR)")
+        config = RagenConfig.from_yaml(config_path, overrides)
+        run_dir = Path(config.run_settings.get("out_dir") or Path("runs") / Path(config_path).stem)
+        checkpoint = None
+    config.validate()  # every setting checked before any actor starts
+    run = config.run_settings
+    stop = dict(run.get("stop") or {"training_iteration": 10})
+    every = int(run.get("checkpoint_every") or 0)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    config.to_yaml(run_dir / CONFIG_FILE)
+    init_ray()
+    algo = config.build_algo()
+    try:
+        if checkpoint is not None:
+            algo.restore_from_path(checkpoint.resolve())
+            log(f"resumed from {checkpoint} (iteration {algo.iteration})")
+        with (run_dir / PROGRESS_FILE).open("a") as progress:
+            while True:
+                result = algo.train()
+                log(progress_line(result))
+                progress.write(json.dumps(headline(result)) + "\n")
+                progress.flush()
+                reason = should_stop(result, stop)
+                if every and algo.iteration % every == 0 or reason:
+                    path = algo.save_to_path((run_dir / CHECKPOINTS / f"iter_{algo.iteration:04d}").resolve())
+                    log(f"checkpoint {path}")
+                if reason:
+                    log(f"stopped: {reason}")
+                    break
+    finally:
+        algo.stop()
+    plot_curve(run_dir)
+    return run_dir
+
+
+def plot_curve(run_dir: Path) -> Path | None:
+    """``learning_curve.png`` from ``progress.jsonl`` (skipped when matplotlib is not installed)."""
+    try:
+        import matplotlib
+    except ImportError:
+        return None
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = [json.loads(line) for line in (run_dir / PROGRESS_FILE).read_text().splitlines() if line.strip()]
+    rows = [r for r in rows if r[K.SUCCESS_RATE] is not None]
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    ax.plot([r["iteration"] for r in rows], [r[K.SUCCESS_RATE] for r in rows], label="training success")
+    val = [(r["iteration"], r["validation_success_rate"]) for r in rows if r["validation_success_rate"] is not None]
+    if val:
+        ax.plot(*zip(*val), "o-", label="validation success")
+    ax.set_xlabel("iteration")
+    ax.set_ylabel("success rate")
+    ax.legend()
+    fig.tight_layout()
+    path = run_dir / CURVE_FILE
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path

@@ -1,0 +1,55 @@
+"""`ragen-rllib train` end to end on the nano model: config file -> iterations -> checkpoints -> resume."""
+
+import json
+
+import pytest
+
+from ragen_rllib.algorithms.ragen.config_files import ConfigFileError
+from ragen_rllib.cli import main
+from ragen_rllib.training_run import CONFIG_FILE, CURVE_FILE, PROGRESS_FILE
+
+pytestmark = pytest.mark.slow
+
+CONFIG = """
+environment: {env: ragen/FrozenLake-v0, env_config: {size: 4, success_rate: 1.0}}
+env_runners: {num_env_runners: 1}
+learners: {num_learners: 0}
+rl_module: {model_config: {model: "tiny:nano", autocast: null}}
+training: {adv_estimator: grpo, env_groups: 2, group_size: 2, minibatch_size: 4, max_turns: 2,
+           max_response_tokens: 24, lr: 1.0e-3, val_env_groups: 2, engine: vllm,
+           engine_kwargs: {max_model_len: 1024}}
+evaluation: {evaluation_interval: 2}
+debugging: {seed: 0}
+run: {stop: {training_iteration: 2}, checkpoint_every: 1}
+"""
+
+
+def test_train_checkpoints_and_resumes(ray_session, tmp_path, capsys):
+    cfg = tmp_path / "run.yaml"
+    cfg.write_text(CONFIG)
+    out = tmp_path / "run"
+    assert main(["train", str(cfg), f"run.out_dir={out}"]) == 0
+    log = capsys.readouterr().out
+    assert log.count("success") == 2 and "validation" in log and "stopped: training_iteration=2 >= 2" in log
+    assert sorted(p.name for p in (out / "checkpoints").iterdir()) == ["iter_0001", "iter_0002"]
+    rows = [json.loads(line) for line in (out / PROGRESS_FILE).read_text().splitlines()]
+    assert [r["iteration"] for r in rows] == [1, 2] and rows[1]["validation_success_rate"] is not None
+    assert rows[1]["num_env_steps_sampled_lifetime"] > rows[0]["num_env_steps_sampled_lifetime"] > 0
+    assert (out / CURVE_FILE).stat().st_size > 0
+    assert "tiny:nano" in (out / CONFIG_FILE).read_text()
+
+    # resume: continues at iteration 3 from the last checkpoint, with a raised stop
+    assert main(["train", "--resume", str(out), "run.stop.training_iteration=3"]) == 0
+    log = capsys.readouterr().out
+    assert "resumed from" in log and "iteration 2" in log and "iter    3" in log
+    assert [json.loads(line)["iteration"] for line in (out / PROGRESS_FILE).read_text().splitlines()] == [1, 2, 3]
+
+
+def test_a_config_error_stops_before_any_actor(tmp_path):
+    cfg = tmp_path / "bad.yaml"
+    cfg.write_text(CONFIG.replace("group_size: 2", "group_sise: 2"))
+    from ragen_rllib.training_run import train
+
+    with pytest.raises(ConfigFileError, match="group_sise"):
+        train(cfg, [])
+    assert not (tmp_path / "runs").exists()
