@@ -45,7 +45,8 @@ def test_train_checkpoints_and_resumes(ray_session, tmp_path, capsys):
     assert [json.loads(line)["iteration"] for line in (out / PROGRESS_FILE).read_text().splitlines()] == [1, 2, 3]
 
 
-def test_a_config_error_stops_before_any_actor(tmp_path):
+def test_a_config_error_stops_before_any_actor(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # the default run directory would be runs/bad here
     cfg = tmp_path / "bad.yaml"
     cfg.write_text(CONFIG.replace("group_size: 2", "group_sise: 2"))
     from ragen_rllib.training_run import train
