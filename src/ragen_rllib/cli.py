@@ -2,6 +2,8 @@
 
 Subcommands:
   train       train from a config file (configs/...), with checkpoints and a learning curve
+  eval        evaluate a checkpoint or a model on fixed seeds: success, pass@k, readable trajectories (JSONL)
+  export      save a checkpoint's policy as a Hugging Face model directory
   play-envs   play every built-in environment with its oracle and a random policy (no LLM, no RL; seconds)
   envs        list the registered environments with their config keys and defaults
   make-model  build an offline tiny model (optionally warm-started on oracle demonstrations)
@@ -18,6 +20,35 @@ def _cmd_train(args: argparse.Namespace) -> int:
 
     run_dir = train(args.config, args.overrides, resume=args.resume)
     print(f"run saved to {run_dir}")
+    return 0
+
+
+def _cmd_eval(args: argparse.Namespace) -> int:
+    import json
+    import tempfile
+
+    from ragen_rllib import RagenConfig
+    from ragen_rllib.evaluation import EvalEnv, evaluate, export_checkpoint, is_checkpoint
+
+    config = RagenConfig.from_yaml(args.config, args.overrides)
+    if config.env is None:
+        raise ValueError(f"--config {args.config} names no environment (environment.env)")
+    envs = [EvalEnv(tag=str(config.env), env_id=str(config.env), env_config=dict(config.env_config or {}))]
+    with tempfile.TemporaryDirectory(prefix="ragen-eval-") as tmp:
+        model = str(export_checkpoint(args.model, tmp)) if is_checkpoint(args.model) else args.model
+        report = evaluate(model, envs, args.episodes, args.k, config.agent_config(),
+                          temperature=config.val_temperature, seed=config.val_seed, engine=args.engine,
+                          out_jsonl=args.out)
+    print(json.dumps(report, indent=2))
+    if args.out:
+        print(f"trajectories written to {args.out}")
+    return 0
+
+
+def _cmd_export(args: argparse.Namespace) -> int:
+    from ragen_rllib.evaluation import export_checkpoint
+
+    print(f"model saved to {export_checkpoint(args.checkpoint, args.out)}")
     return 0
 
 
@@ -67,6 +98,24 @@ def build_parser() -> argparse.ArgumentParser:
                        help="dotlist overrides, e.g. training.lr=1e-5 run.stop.training_iteration=50")
     train.add_argument("--resume", metavar="RUN_DIR", help="continue a run from its last checkpoint")
     train.set_defaults(func=_cmd_train)
+    ev = sub.add_parser("eval", help="evaluate a checkpoint or model on fixed seeds (success, pass@k, JSONL)",
+                        description="Roll out a Ragen checkpoint or a Hugging Face model on fixed seeds (val_seed on) "
+                        "at the config's validation temperature; print success, return, valid-action rate and "
+                        "unbiased pass@k for every k <= --k per env; optionally write one JSON line per trajectory.")
+    ev.add_argument("model", help="a checkpoint directory (Algorithm.save_to_path) or a model id / directory")
+    ev.add_argument("--config", required=True, help="a YAML config naming the env and agent settings")
+    ev.add_argument("overrides", nargs="*", metavar="section.key=value", help="dotlist overrides of the config")
+    ev.add_argument("--episodes", type=int, default=16, help="fixed seeds per env")
+    ev.add_argument("--k", type=int, default=1, help="samples per seed (pass@1..k)")
+    ev.add_argument("--out", default=None, help="write the trajectories here (JSONL)")
+    ev.add_argument("--engine", choices=["auto", "vllm", "hf"], default="auto")
+    ev.set_defaults(func=_cmd_eval)
+    ex = sub.add_parser("export", help="save a checkpoint's policy as a Hugging Face model directory",
+                        description="Write the checkpoint's policy (LoRA merged) and its tokenizer as a Hugging Face "
+                        "model directory, loadable by AutoModelForCausalLM and by vLLM.")
+    ex.add_argument("checkpoint", help="a checkpoint directory (Algorithm.save_to_path)")
+    ex.add_argument("--out", required=True, help="output directory")
+    ex.set_defaults(func=_cmd_export)
     play = sub.add_parser("play-envs", help="play every built-in env with oracle and random policies (no LLM)")
     play.add_argument("--episodes", type=int, default=20, help="episodes per env and policy")
     play.add_argument("--seed", type=int, default=0, help="first reset seed")

@@ -34,6 +34,7 @@ class TurnRecord:
     text: str
     parsed: ParsedResponse
     result: TurnResult
+    user_text: str = ""  # the user message this turn answered (the observation as the model saw it)
 
 
 class AgentEpisode:
@@ -81,13 +82,14 @@ class AgentEpisode:
 
     def step(self, response_ids: Sequence[int], logprobs: Sequence[float] | None = None) -> TurnRecord:
         """Take the sampled ids of the current turn, parse them and act in the env."""
+        user_text = self.user_text()
         self.transcript.add_response(response_ids, logprobs)
         text = self.chat.decode_response(response_ids)
         parsed = parse_response(text, self.cfg, self.action_names)
         result = execute_turn(self.env, parsed, self.cfg, self.actions_left, self.state)
         self.transcript.set_reward(result.reward)
         record = TurnRecord(state=str(self.state), response_ids=tuple(response_ids), text=text, parsed=parsed,
-                            result=result)
+                            result=result, user_text=user_text)
         self.turns.append(record)
         self.state = result.state
         self.actions_left -= len(result.actions)

@@ -1,0 +1,123 @@
+"""Evaluate a policy on fixed seeds (``ragen-rllib eval``) and export a checkpoint as a Hugging Face model
+(``ragen-rllib export``).
+
+Evaluation runs the agent layer's rollout loop with a generation engine, outside Ray: ``episodes`` fixed seeds
+per env (from ``val_seed``), ``samples`` trajectories per seed at the validation temperature. Per env it reports
+success, return, valid-action rate and the unbiased pass@k (Chen et al. 2021) for every k <= samples, and it can
+write one JSON line per trajectory that a person can read (or render with ``ragen-rllib view``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+#: where an Algorithm checkpoint keeps the learner's RL module (Algorithm.save_to_path layout)
+MODULE_IN_CHECKPOINT = ("learner_group", "learner", "rl_module", "default_policy")
+
+
+def pass_at_k(n: int, c: int, k: int) -> float:
+    """Unbiased pass@k of one seed with ``n`` samples of which ``c`` succeeded: ``1 - C(n-c, k) / C(n, k)``."""
+    if not 0 <= c <= n or not 1 <= k <= n:
+        raise ValueError(f"pass@k needs 0 <= c <= n and 1 <= k <= n; got n={n}, c={c}, k={k}")
+    return 1.0 if n - c < k else 1.0 - math.comb(n - c, k) / math.comb(n, k)
+
+
+@dataclass(frozen=True)
+class EvalEnv:
+    """One env to evaluate on: a tag (its name in reports), a gymnasium id and its env_config."""
+
+    tag: str
+    env_id: str
+    env_config: dict
+
+
+def is_checkpoint(path: str | Path) -> bool:
+    """Whether ``path`` is an Algorithm checkpoint (else: a model id or directory)."""
+    return Path(path, *MODULE_IN_CHECKPOINT).is_dir()
+
+
+def export_checkpoint(checkpoint: str | Path, out: str | Path) -> Path:
+    """Write the checkpoint's policy as a Hugging Face model directory (LoRA merged, with the tokenizer),
+    loadable by ``AutoModelForCausalLM`` and by vLLM."""
+    from ray.rllib.core.rl_module.rl_module import RLModule
+    from transformers import AutoTokenizer
+
+    from ragen_rllib.models.tiny import resolve_model
+
+    path = Path(checkpoint, *MODULE_IN_CHECKPOINT)
+    if not path.is_dir():
+        raise FileNotFoundError(f"{checkpoint} is not a Ragen checkpoint (no {'/'.join(MODULE_IN_CHECKPOINT)})")
+    module = RLModule.from_checkpoint(path.resolve())
+    lm = module.lm.merge_and_unload() if getattr(module, "lora", None) else module.lm
+    out = Path(out)
+    lm.save_pretrained(out)
+    AutoTokenizer.from_pretrained(resolve_model(module.model_config["model"])).save_pretrained(out)
+    return out
+
+
+def evaluate(model: str | Path, envs: Sequence[EvalEnv], episodes: int, samples: int, agent_cfg, *,
+             temperature: float = 0.5, seed: int = 123, engine: str = "auto",
+             out_jsonl: str | Path | None = None) -> dict[str, dict[str, float]]:
+    """Per env tag: success, return, valid-action rate, pass@k for k = 1..samples (+ an ``all`` row)."""
+    import gymnasium as gym
+    from transformers import AutoTokenizer
+
+    import ragen_rllib.envs  # noqa: F401  (registers the built-in envs)
+    from ragen_rllib.agent.chat_format import ChatFormat
+    from ragen_rllib.agent.prompts import generation_prefill
+    from ragen_rllib.agent.rollout import rollout
+    from ragen_rllib.engines.base import SamplingConfig
+    from ragen_rllib.engines.factory import make_engine
+    from ragen_rllib.models.tiny import resolve_model
+
+    model = str(resolve_model(str(model)))
+    gen = make_engine(engine, model, max_model_len=agent_cfg.max_model_len)  # the HF engine ignores the length
+    chat = ChatFormat(AutoTokenizer.from_pretrained(model), prefill=generation_prefill(agent_cfg))
+    report, lines = {}, []
+    try:
+        for spec in envs:
+            seeds = [seed + i for i in range(episodes) for _ in range(samples)]
+            made = [gym.make(spec.env_id, **spec.env_config) for _ in seeds]
+            done = rollout(gen, chat, made, seeds, agent_cfg, SamplingConfig(temperature=temperature, seed=seed))
+            report[spec.tag] = summarize(done, seeds, samples)
+            lines += [record(spec.tag, ep) for ep in done]
+    finally:
+        gen.close()
+    report["all"] = {key: sum(r[key] for r in report.values()) / len(report) for key in next(iter(report.values()))}
+    if out_jsonl is not None:
+        Path(out_jsonl).write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return report
+
+
+def summarize(episodes, seeds: Sequence[int], samples: int) -> dict[str, float]:
+    """Means over trajectories, pass@k over seeds."""
+    from ragen_rllib.agent import episode as E
+
+    metrics = [ep.metrics() for ep in episodes]
+    n = len(metrics)
+    out = {"success": sum(m[E.M_SUCCESS] for m in metrics) / n,
+           "return": sum(m[E.M_RETURN] for m in metrics) / n,
+           "valid_action_rate": sum(m[E.M_VALID] for m in metrics) / n}
+    per_seed: dict[int, list[float]] = {}
+    for s, m in zip(seeds, metrics):
+        per_seed.setdefault(s, []).append(m[E.M_SUCCESS])
+    for k in range(1, samples + 1):
+        out[f"pass@{k}"] = sum(pass_at_k(len(v), int(sum(v)), k) for v in per_seed.values()) / len(per_seed)
+    return out
+
+
+def record(tag: str, ep) -> dict[str, Any]:
+    """One trajectory as a JSON-ready dict: env, seed, every turn (prompt, response, parsed actions, validity,
+    reward, token count), then the final success and return."""
+    turns = [{"state": t.state, "prompt": t.user_text, "response": t.text, "think": t.parsed.think,
+              "answer": t.parsed.answer, "actions": list(t.result.actions), "format_ok": t.parsed.format_ok,
+              "action_is_valid": t.result.action_is_valid, "reward": t.result.reward,
+              "response_tokens": len(t.response_ids)} for t in ep.turns]
+    return {"env": tag, "env_id": ep.env.spec.id if ep.env.spec else "", "seed": ep.seed, "turns": turns,
+            "final_state": str(ep.state), "success": bool(ep.success), "return": ep.episodic_return,
+            "error": ep.error}
