@@ -16,6 +16,7 @@ from ray.rllib.policy.sample_batch import MultiAgentBatch, SampleBatch
 
 from ragen_rllib.algorithms.ragen import keys as K
 from ragen_rllib.algorithms.ragen.batch import build_batch
+from ragen_rllib.algorithms.ragen.estimators import DRIVER, ESTIMATORS
 from ragen_rllib.algorithms.ragen.hyperparams import ADV_ESTIMATORS
 from ragen_rllib.algorithms.ragen.presets import PRESETS
 from ragen_rllib.envs.base import text_space
@@ -64,7 +65,7 @@ def test_each_estimator_takes_a_learner_step(tiny_config, sampled, estimator):
     config = tiny_config(adv_estimator=estimator, group_size=3, entropy_coeff=0.0)
     config.validate()
     batch, results, moved = one_update(config, sampled)
-    if K.ADVANTAGES in batch:  # driver estimators: non-zero advantages only on trained tokens
+    if ESTIMATORS[estimator].where == DRIVER:  # driver estimators: non-zero advantages only on trained tokens
         adv = batch[K.ADVANTAGES]
         assert np.isfinite(adv).all() and np.abs(adv).max() > 0 and (adv[batch[K.LOSS_MASK] == 0] == 0).all()
     stats = results[DEFAULT_MODULE_ID]
