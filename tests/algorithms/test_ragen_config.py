@@ -85,6 +85,9 @@ def test_every_hyperparameter_is_typed_with_a_default_and_a_meaning():
     (lambda c: c.training(lr_min_ratio=2.0), "lr_min_ratio=2.0"),
     (lambda c: c.training(lr=-1.0), "lr=-1.0 is invalid: use a positive number"),
     (lambda c: c.training(lr=[[0, 1e-5], [100, 1e-6]]), r"lr=\[\[0, 1e-05\].*lr_warmup_steps"),
+    (lambda c: c.environment("ragen/FrozenLak-v0"),
+     r"env='ragen/FrozenLak-v0' is not a registered gymnasium id \(did you mean 'ragen/FrozenLake-v0'"
+     r".*ragen/Sokoban-v0"),
     (lambda c: c.training(loss_agg_mode="nonsense"), "loss_agg_mode='nonsense'.*'token-mean'"),
     (lambda c: c.training(kl_type="k9"), "kl_type='k9'.*'k1', 'k2', 'k3', 'abs'"),
     (lambda c: c.training(filter_keep="middle"), "filter_keep='middle'.*largest"),

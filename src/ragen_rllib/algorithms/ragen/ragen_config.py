@@ -187,6 +187,21 @@ class RagenConfig(AlgorithmConfig, RagenHyperparams):
                 except ValueError as err:
                     self._value_error(f"RagenConfig: {err}")
 
+    def _validate_env(self) -> None:
+        """A gymnasium id must be registered here, before any runner tries to make it."""
+        if not isinstance(self.env, str):
+            return
+        import gymnasium as gym
+
+        import ragen_rllib.envs  # noqa: F401  (registers the built-in envs)
+
+        if self.env not in gym.registry:
+            ours = sorted(k for k in gym.registry if k.startswith("ragen/"))
+            close = difflib.get_close_matches(self.env, list(gym.registry), n=3)
+            hint = f" (did you mean {', '.join(map(repr, close))}?)" if close else ""
+            self._value_error(f"RagenConfig: env={self.env!r} is not a registered gymnasium id{hint}; the built-in "
+                              f"ones are {ours}; register your own with gymnasium.register before building")
+
     def _validate_ragen(self) -> None:
         def bad(key: str, fix: str) -> None:
             self._value_error(f"RagenConfig: {key}={getattr(self, key)!r} is invalid: {fix}")
@@ -257,6 +272,7 @@ class RagenConfig(AlgorithmConfig, RagenHyperparams):
         if self.train_temperature <= 0:
             bad("train_temperature", "use a temperature > 0 for training rollouts (log-probs need sampling)")
         self._validate_precision()
+        self._validate_env()
         if not self.model_name:
             self._value_error("RagenConfig: model_config['model'] is empty: pass a Hugging Face id, a local "
                               "directory or 'tiny:small'")
