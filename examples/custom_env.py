@@ -2,9 +2,14 @@
 
 It shows the whole env contract in ~40 lines: subclass ``TextEnv``, implement ``_reset_state``,
 ``_render_text`` and ``_apply`` (plus ``instruction``, optionally ``oracle_action``), register it
-with ``gymnasium.register`` and use it like a built-in env (also from RagenConfig.environment(...)).
+with ``gymnasium.register`` and use it like a built-in env. With ``--train N`` it trains on it for N iterations
+through a remote env runner: each runner is its own process with its own gymnasium registry, so the config names
+this module in ``environment(env_modules=["custom_env"])`` (imported in every runner before envs are made) and
+Ray's runtime env ships the file to the runners (``init_ray(runtime_env={"py_modules": [this file]})``; in a
+config file: ``run.ray_init.runtime_env.py_modules``).
 
-Run:  .venv/bin/python examples/custom_env.py
+Run:  .venv/bin/python examples/custom_env.py               # play it with the oracle (no LLM)
+      .venv/bin/python examples/custom_env.py --train 2     # 2 RL iterations with the tiny model (~1 min)
 """
 
 from __future__ import annotations
@@ -54,9 +59,36 @@ class GuessNumberEnv(TextEnv):
         return str((self.lo + self.hi) // 2)  # binary search
 
 
-gym.register(id="my/GuessNumber-v0", entry_point=GuessNumberEnv)
+if "my/GuessNumber-v0" not in gym.registry:  # the driver imports this file twice (as __main__ and custom_env)
+    gym.register(id="my/GuessNumber-v0", entry_point=GuessNumberEnv)
 
-if __name__ == "__main__":
+
+def train(iterations: int, model: str) -> None:
+    from pathlib import Path
+
+    from ragen_rllib import RagenConfig, init_ray
+
+    config = (RagenConfig()
+              .environment("my/GuessNumber-v0", env_config={"high": 16}, env_modules=["custom_env"])
+              .env_runners(num_env_runners=1)  # a remote runner: a separate process
+              .rl_module(model_config={"model": model})
+              .training(adv_estimator="grpo", env_groups=2, group_size=2, minibatch_size=4, max_turns=3,
+                        max_response_tokens=24, lr=1e-4, engine_kwargs={"max_model_len": 1024}))
+    config.validate()
+    root = Path(__file__).resolve().parents[1]
+    init_ray(runtime_env={"py_modules": [__file__]}, _temp_dir=str(root / ".cache" / "ray"), log_to_driver=False)
+    algo = config.build_algo()
+    try:
+        for _ in range(iterations):
+            r = algo.train()
+            print(f"iter {r['training_iteration']}: success {r['env_runners']['success_rate']:.0%}, "
+                  f"valid actions {r['env_runners']['action_valid_rate']:.0%}, "
+                  f"{r['env_runners']['num_episodes']} episodes of GuessNumber", flush=True)
+    finally:
+        algo.stop()
+
+
+def play() -> None:
     env = gym.make("my/GuessNumber-v0", high=32)
     obs, info = env.reset(seed=0)
     print(env.unwrapped.instruction)
@@ -67,3 +99,16 @@ if __name__ == "__main__":
         print(f"> {action}\n{obs}  reward={reward} success={info['success']}")
         if terminated or truncated:
             break
+
+
+if __name__ == "__main__":
+    import argparse
+
+    parser = argparse.ArgumentParser(description="A user-defined env: play it, or train on it (--train N)")
+    parser.add_argument("--train", type=int, default=0, metavar="N", help="train N iterations (0: play)")
+    parser.add_argument("--model", default="tiny:nano", help="model to train (tiny:nano, tiny:small, an HF id)")
+    args = parser.parse_args()
+    if args.train:
+        train(args.train, args.model)
+    else:
+        play()

@@ -112,3 +112,41 @@ def test_demo_seed_study_runs_each_seed_and_summarises(tmp_path):
     assert record["summary"]["min_lift"] == min(lifts) and record["summary"]["max_lift"] == max(lifts)
     assert set(record["cpu"]) == {"model", "bf16_units", "capability"}
     assert (tmp_path / "demo_seeds.png").stat().st_size > 0
+
+
+@pytest.mark.slow
+def test_custom_env_example_trains_through_a_remote_runner():
+    """The runner imports the user's module shipped by Ray's runtime env (py_modules), not from the driver."""
+    out = run("examples/custom_env.py", "--train", "1")
+    assert "iter 1:" in out and "4 episodes of GuessNumber" in out
+
+
+@pytest.mark.slow
+def test_multi_env_example_reports_every_tag(tmp_path):
+    out = run("examples/multi_env.py", "--model", "tiny:nano", "--iterations", "1", "--groups", "1",
+              "--group-size", "2", "--val-groups", "1", "--max-response-tokens", "16")
+    assert "iter 1: success" in out and "SimpleSokoban" in out.split("iter 1:")[1].splitlines()[0]
+    for tag in ("SimpleSokoban", "LargerSokoban", "FrozenLake"):
+        assert f"validation {tag}: success" in out
+
+
+@pytest.mark.slow
+def test_train_sokoban_example_runs_the_shipped_config(tmp_path):
+    out = run("examples/train_sokoban.py", "--model", "tiny:nano", "--iterations", "1", "--out", str(tmp_path / "r"),
+              "training.env_groups=1", "training.group_size=2", "training.minibatch_size=2",
+              "training.max_response_tokens=16", "training.max_turns=2", "training.val_env_groups=1",
+              "learners.num_learners=0", "training.engine_kwargs.max_model_len=1024")
+    assert "iter    1" in out and "stopped: training_iteration=1 >= 1" in out
+    assert (tmp_path / "r" / "checkpoints" / "iter_0001").is_dir()
+
+
+@pytest.mark.slow
+def test_eval_and_view_example_writes_rollouts_and_a_page(tmp_path):
+    import json
+
+    out = run("examples/eval_and_view.py", "--model", "tiny:nano", "--episodes", "2", "--k", "2",
+              "--max-response-tokens", "16", "--out", str(tmp_path))
+    lines = (tmp_path / "rollouts.jsonl").read_text().splitlines()
+    assert len(lines) == 2 * 2 and all(json.loads(line)["turns"] for line in lines)
+    page = (tmp_path / "rollouts.html").read_text()
+    assert page.count('class="traj ') == 4 and "pass@2" in out

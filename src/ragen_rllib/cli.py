@@ -4,6 +4,7 @@ Subcommands:
   train       train from a config file (configs/...), with checkpoints and a learning curve
   eval        evaluate a checkpoint or a model on fixed seeds: success, pass@k, readable trajectories (JSONL)
   export      save a checkpoint's policy as a Hugging Face model directory
+  view        render rollouts (eval's JSONL) as one self-contained HTML page
   play-envs   play every built-in environment with its oracle and a random policy (no LLM, no RL; seconds)
   envs        list the registered environments with their config keys and defaults
   make-model  build an offline tiny model (optionally warm-started on oracle demonstrations)
@@ -28,12 +29,14 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     import tempfile
 
     from ragen_rllib import RagenConfig
+    from ragen_rllib.envs.loading import import_env_modules
     from ragen_rllib.evaluation import EvalEnv, evaluate, export_checkpoint, is_checkpoint
 
     config = RagenConfig.from_yaml(args.config, args.overrides)
-    if config.env is None:
-        raise ValueError(f"--config {args.config} names no environment (environment.env)")
-    envs = [EvalEnv(tag=str(config.env), env_id=str(config.env), env_config=dict(config.env_config or {}))]
+    if config.env is None and not config.env_tags:
+        raise ValueError(f"--config {args.config} names no environment (environment.env or environment.env_tags)")
+    import_env_modules(config.env_modules)
+    envs = [EvalEnv(tag=t.tag, env_id=t.env, env_config=dict(t.env_config), seed=t.seed) for t in config.val_tags]
     with tempfile.TemporaryDirectory(prefix="ragen-eval-") as tmp:
         model = str(export_checkpoint(args.model, tmp)) if is_checkpoint(args.model) else args.model
         report = evaluate(model, envs, args.episodes, args.k, config.agent_config(),
@@ -49,6 +52,14 @@ def _cmd_export(args: argparse.Namespace) -> int:
     from ragen_rllib.evaluation import export_checkpoint
 
     print(f"model saved to {export_checkpoint(args.checkpoint, args.out)}")
+    return 0
+
+
+def _cmd_view(args: argparse.Namespace) -> int:
+    from ragen_rllib.viewer import write_view
+
+    out = args.out or str(args.rollouts).rsplit(".", 1)[0] + ".html"
+    print(f"page written to {write_view(args.rollouts, out, title=args.title)}")
     return 0
 
 
@@ -99,9 +110,11 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--resume", metavar="RUN_DIR", help="continue a run from its last checkpoint")
     train.set_defaults(func=_cmd_train)
     ev = sub.add_parser("eval", help="evaluate a checkpoint or model on fixed seeds (success, pass@k, JSONL)",
-                        description="Roll out a Ragen checkpoint or a Hugging Face model on fixed seeds (val_seed on) "
-                        "at the config's validation temperature; print success, return, valid-action rate and "
-                        "unbiased pass@k for every k <= --k per env; optionally write one JSON line per trajectory.")
+                        description="Roll out a Ragen checkpoint or a Hugging Face model on fixed seeds (val_seed on, "
+                        "or each validation tag's seed) at the config's validation temperature, on the config's "
+                        "validation envs (environment.val_env_tags, else its training envs); print success, "
+                        "return, valid-action rate and unbiased pass@k for every k <= --k per env; optionally write "
+                        "one JSON line per trajectory.")
     ev.add_argument("model", help="a checkpoint directory (Algorithm.save_to_path) or a model id / directory")
     ev.add_argument("--config", required=True, help="a YAML config naming the env and agent settings")
     ev.add_argument("overrides", nargs="*", metavar="section.key=value", help="dotlist overrides of the config")
@@ -116,6 +129,14 @@ def build_parser() -> argparse.ArgumentParser:
     ex.add_argument("checkpoint", help="a checkpoint directory (Algorithm.save_to_path)")
     ex.add_argument("--out", required=True, help="output directory")
     ex.set_defaults(func=_cmd_export)
+    view = sub.add_parser("view", help="render a rollouts JSONL (from eval --out) as one self-contained HTML page",
+                          description="Write one HTML page (no server, no network) showing every trajectory turn by "
+                          "turn: state, reasoning, highlighted answer, actions, validity, rewards; a summary table "
+                          "per env; filters by env and outcome (also from the URL fragment, #env=TAG&success=1).")
+    view.add_argument("rollouts", help="a JSONL file written by `ragen-rllib eval --out`")
+    view.add_argument("--out", default=None, help="the HTML file (default: the JSONL's name with .html)")
+    view.add_argument("--title", default=None, help="page title")
+    view.set_defaults(func=_cmd_view)
     play = sub.add_parser("play-envs", help="play every built-in env with oracle and random policies (no LLM)")
     play.add_argument("--episodes", type=int, default=20, help="episodes per env and policy")
     play.add_argument("--seed", type=int, default=0, help="first reset seed")

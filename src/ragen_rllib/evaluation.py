@@ -29,11 +29,13 @@ def pass_at_k(n: int, c: int, k: int) -> float:
 
 @dataclass(frozen=True)
 class EvalEnv:
-    """One env to evaluate on: a tag (its name in reports), a gymnasium id and its env_config."""
+    """One env to evaluate on: a tag (its name in reports), a gymnasium id (or class import path), its env_config
+    and its first seed (None: ``evaluate``'s ``seed``)."""
 
     tag: str
     env_id: str
     env_config: dict
+    seed: int | None = None
 
 
 def is_checkpoint(path: str | Path) -> bool:
@@ -64,15 +66,14 @@ def evaluate(model: str | Path, envs: Sequence[EvalEnv], episodes: int, samples:
              temperature: float = 0.5, seed: int = 123, engine: str = "auto",
              out_jsonl: str | Path | None = None) -> dict[str, dict[str, float]]:
     """Per env tag: success, return, valid-action rate, pass@k for k = 1..samples (+ an ``all`` row)."""
-    import gymnasium as gym
     from transformers import AutoTokenizer
 
-    import ragen_rllib.envs  # noqa: F401  (registers the built-in envs)
     from ragen_rllib.agent.chat_format import ChatFormat
     from ragen_rllib.agent.prompts import generation_prefill
     from ragen_rllib.agent.rollout import rollout
     from ragen_rllib.engines.base import SamplingConfig
     from ragen_rllib.engines.factory import make_engine
+    from ragen_rllib.envs.loading import make_env
     from ragen_rllib.models.tiny import resolve_model
 
     model = str(resolve_model(str(model)))
@@ -81,8 +82,9 @@ def evaluate(model: str | Path, envs: Sequence[EvalEnv], episodes: int, samples:
     report, lines = {}, []
     try:
         for spec in envs:
-            seeds = [seed + i for i in range(episodes) for _ in range(samples)]
-            made = [gym.make(spec.env_id, **spec.env_config) for _ in seeds]
+            first = seed if spec.seed is None else spec.seed
+            seeds = [first + i for i in range(episodes) for _ in range(samples)]
+            made = [make_env(spec.env_id, spec.env_config) for _ in seeds]
             done = rollout(gen, chat, made, seeds, agent_cfg, SamplingConfig(temperature=temperature, seed=seed))
             report[spec.tag] = summarize(done, seeds, samples)
             lines += [record(spec.tag, ep) for ep in done]

@@ -4,6 +4,8 @@ per-iteration record and a learning curve under the run directory.
 Layout of a run directory::
 
     config.yaml              the resolved config (loads back with RagenConfig.from_yaml)
+                             (``run.ray_init`` holds ``ray.init``'s keyword arguments, e.g. a ``runtime_env``
+                             that ships user env modules to the runners)
     progress.jsonl           one line per iteration: the iteration and the headline metrics
     checkpoints/iter_NNNN/   RLlib checkpoints (Algorithm.save_to_path), every run.checkpoint_every and at the end
     learning_curve.png       training (and validation) success per iteration (needs matplotlib)
@@ -97,13 +99,15 @@ def train(config_path: str | Path | None, overrides: list[str], resume: str | Pa
         config = RagenConfig.from_yaml(config_path, overrides)
         run_dir = Path(config.run_settings.get("out_dir") or Path("runs") / Path(config_path).stem)
         checkpoint = None
-    config.validate()  # every setting checked before any actor starts
     run = config.run_settings
+    ray_kwargs = dict(run.get("ray_init") or {})
+    add_shipped_paths(ray_kwargs)
+    config.validate()  # every setting checked before any actor starts
     stop = dict(run.get("stop") or {"training_iteration": 10})
     every = int(run.get("checkpoint_every") or 0)
     run_dir.mkdir(parents=True, exist_ok=True)
     config.to_yaml(run_dir / CONFIG_FILE)
-    init_ray()
+    init_ray(**ray_kwargs)
     algo = config.build_algo()
     try:
         if checkpoint is not None:
@@ -126,6 +130,20 @@ def train(config_path: str | Path | None, overrides: list[str], resume: str | Pa
         algo.stop()
     plot_curve(run_dir)
     return run_dir
+
+
+def add_shipped_paths(ray_kwargs: Mapping[str, Any]) -> None:
+    """Make what ``runtime_env`` ships to the workers (``py_modules`` files and packages, ``working_dir``)
+    importable on the driver too, so the config's ``env_modules`` are checked here before any actor starts."""
+    import sys
+
+    runtime_env = ray_kwargs.get("runtime_env") or {}
+    paths = [Path(str(m)).parent for m in runtime_env.get("py_modules") or [] if Path(str(m)).exists()]
+    if runtime_env.get("working_dir") and Path(str(runtime_env["working_dir"])).is_dir():
+        paths.append(Path(str(runtime_env["working_dir"])))
+    for path in paths:
+        if str(path.resolve()) not in sys.path:
+            sys.path.insert(0, str(path.resolve()))
 
 
 def plot_curve(run_dir: Path) -> Path | None:

@@ -55,7 +55,7 @@ def test_every_hyperparameter_is_typed_with_a_default_and_a_meaning():
 
 @pytest.mark.parametrize("change, match", [
     (lambda c: c.env_runners(num_env_runners=3).training(env_groups=8),
-     "env_groups=8.*num_env_runners=3.*env_groups=6"),
+     "env_groups=8.*num_env_runners=3.*use a total of 6 or 9 groups"),
     (lambda c: c.training(adv_estimator="grpo", group_size=1), "group_size=1.*GRPO"),
     (lambda c: c.training(adv_estimator="gigpo", group_size=1), "group_size=1.*GiGPO"),
     (lambda c: c.training(adv_estimator="rloo", group_size=1), "group_size=1.*rloo"),

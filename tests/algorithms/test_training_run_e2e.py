@@ -1,4 +1,5 @@
-"""`ragen-rllib train` end to end on the nano model: config file -> iterations -> checkpoints -> resume."""
+"""`ragen-rllib train` end to end on the nano model: config file -> iterations -> checkpoints -> resume -> export
+-> eval -> view; and a user env module shipped to the runners by the Ray runtime env."""
 
 import json
 
@@ -59,6 +60,27 @@ def test_train_checkpoints_and_resumes(ray_session, tmp_path, capsys):
     assert set(report["ragen/FrozenLake-v0"]) >= {"success", "pass@1", "pass@2", "valid_action_rate"}
     assert len(rollouts.read_text().splitlines()) == 3 * 2
 
+    # view: one self-contained page that a real browser renders with every trajectory shown
+    page = tmp_path / "rollouts.html"
+    assert main(["view", str(rollouts), "--out", str(page)]) == 0
+    dom = headless_dom(page)
+    assert dom.count('data-shown="1"') == 6 and '<span id="shown-count">6</span>' in dom
+
+
+def headless_dom(page):
+    """The page's DOM after its script ran, in headless Chromium (console errors fail the test)."""
+    import shutil
+    import subprocess
+
+    browser = shutil.which("chromium") or shutil.which("chromium-browser")
+    assert browser, "Chromium is not installed: run `bash scripts/setup_browser.sh`"
+    proc = subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--enable-logging=stderr", "--v=0",
+                           f"--user-data-dir={page.parent / 'chromium-profile'}", "--dump-dom", page.as_uri()],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert [line for line in proc.stderr.splitlines() if "CONSOLE" in line or "Uncaught" in line] == []
+    return proc.stdout
+
 
 def greedy_equal(checkpoint, exported):
     import torch
@@ -94,3 +116,42 @@ def test_a_config_error_stops_before_any_actor(tmp_path, monkeypatch):
     with pytest.raises(ConfigFileError, match="group_sise"):
         train(cfg, [])
     assert not (tmp_path / "runs").exists()
+
+
+USER_ENV = '''
+import gymnasium as gym
+
+from ragen_rllib.envs.frozen_lake import FrozenLakeEnv
+
+
+class UserLake(FrozenLakeEnv):
+    """FrozenLake under another name: an env that only this module registers."""
+
+
+gym.register(id="user/Lake-v0", entry_point=UserLake, disable_env_checker=True)
+'''
+
+
+def test_a_user_env_module_reaches_the_remote_runners_through_the_runtime_env(tmp_path):
+    """The module lives in a temp dir that is on no Python path: only run.ray_init's runtime_env ships it."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    module = tmp_path / "mods" / "user_lake_envs.py"
+    module.parent.mkdir()
+    module.write_text(USER_ENV)
+    cfg = tmp_path / "user.yaml"
+    cfg.write_text(CONFIG.replace("env: ragen/FrozenLake-v0,", "env: user/Lake-v0, env_modules: [user_lake_envs],"))
+    overrides = ["run.stop.training_iteration=1", "run.checkpoint_every=0", f"run.out_dir={tmp_path / 'run'}",
+                 "evaluation.evaluation_interval=0", f"run.ray_init.runtime_env.py_modules=[{module}]",
+                 f"run.ray_init._temp_dir={root / '.cache' / 'ray_user_env'}", "run.ray_init.num_cpus=4"]
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["PYTHONPATH"] = str(root / "src")  # the package itself, nothing of tmp_path
+    proc = subprocess.run([sys.executable, "-m", "ragen_rllib.cli", "train", str(cfg), *overrides], cwd=tmp_path,
+                          env=env, capture_output=True, text=True, timeout=400)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "iter    1" in proc.stdout and "stopped: training_iteration=1 >= 1" in proc.stdout
+    assert "env: user/Lake-v0" in (tmp_path / "run" / CONFIG_FILE).read_text()

@@ -13,8 +13,9 @@ class Trajectory:
     """A finished multi-turn trajectory.
 
     Attributes:
-        env_id: gymnasium id of its env.
-        group_id: the group it belongs to (= the env seed; GRPO, pass@k and filtering work per group).
+        env_id: its env's tag (the gymnasium id when the run has one env); metrics are split by it.
+        group_id: the group it belongs to, unique within a rollout (training: the env seed); GRPO, pass@k and
+            filtering work per group.
         seed: the env reset seed.
         samples: its training samples (token ids, loss mask, sampling log-probs, turn ends and rewards).
         score: trajectory reward = sum of turn rewards (format penalties included).

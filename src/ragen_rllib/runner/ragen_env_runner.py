@@ -1,8 +1,8 @@
 """RagenEnvRunner: an RLlib EnvRunner holding whole env groups and one generation engine.
 
-Each ``sample()`` runs one synchronous multi-turn rollout over this runner's share of the groups (RAGEN's
-seed schedule: group g of step s uses seed ``train_seed_base + s * env_groups + g``; every trajectory of
-a group shares the seed) with ONE batched engine call per turn, and returns :class:`Trajectory` records
+Each ``sample()`` runs one synchronous multi-turn rollout over this runner's share of the groups (its block of
+the run's env tags, and their seeds: see :mod:`ragen_rllib.algorithms.ragen.env_tags`; every trajectory of a
+group shares the seed) with ONE batched engine call per turn, and returns :class:`Trajectory` records
 with the agent layer's exact-token transcripts. Model output and env errors are handled and counted
 here: an exception escaping ``sample()`` would make RLlib kill and restart the runner (~60 s).
 """
@@ -31,9 +31,11 @@ from ragen_rllib.agent.chat_format import ChatFormat
 from ragen_rllib.agent.prompts import generation_prefill
 from ragen_rllib.agent.rollout import rollout
 from ragen_rllib.agent.trajectory import Trajectory
+from ragen_rllib.algorithms.ragen.env_tags import split_groups, train_seed, val_seed
 from ragen_rllib.algorithms.ragen.keys import RUNNER_ERRORS_LIFETIME
 from ragen_rllib.engines.base import SamplingConfig
 from ragen_rllib.envs.base import text_space
+from ragen_rllib.envs.loading import import_env_modules, make_env
 
 logger = logging.getLogger(__name__)
 
@@ -47,9 +49,11 @@ class RagenEnvRunner(EnvRunner):
         self.agent_cfg = cfg.agent_config()
         self.runner_index = max((self.worker_index or 1) - 1, 0)
         self.num_runners = max(self.num_workers or 0, 1)
-        self.train_groups = cfg.env_groups // self.num_runners  # groups this runner holds
-        self.val_groups = cfg.val_env_groups // self.num_runners
-        self.envs = [self._make_env() for _ in range(self.train_groups * cfg.group_size)]
+        import_env_modules(cfg.env_modules)  # user envs register in this process too
+        self.train_slots = split_groups(cfg.train_tags, self.num_runners)[self.runner_index]  # groups it holds
+        self.val_slots = split_groups(cfg.val_tags, self.num_runners)[self.runner_index]
+        self.envs = [make_env(slot.tag.env, slot.tag.env_config)
+                     for slot in self.train_slots for _ in range(cfg.group_size)]
         self._val_envs: list[gym.Env] | None = None  # built on the first validation
         self.engine = None
         self.chat = None
@@ -58,9 +62,6 @@ class RagenEnvRunner(EnvRunner):
         self._build_engine()
 
     # ------------------------------------------------------------------ set-up
-    def _make_env(self) -> gym.Env:
-        return gym.make(self.config.env, **dict(self.config.env_config or {}))
-
     def _build_engine(self) -> None:
         from transformers import AutoTokenizer
 
@@ -81,19 +82,22 @@ class RagenEnvRunner(EnvRunner):
         """Env seed of each of this runner's groups at training step ``step`` (validation: fixed seeds)."""
         cfg = self.config
         if validation:
-            first = self.runner_index * self.val_groups
-            return [cfg.val_seed + first + g for g in range(self.val_groups)]
-        first = self.runner_index * self.train_groups
-        return [cfg.train_seed_base + step * cfg.env_groups + first + g for g in range(self.train_groups)]
+            return [val_seed(slot, cfg.val_seed) for slot in self.val_slots]
+        return [train_seed(slot, step, cfg.env_groups, cfg.train_seed_base) for slot in self.train_slots]
 
     @override(EnvRunner)
     def sample(self, *, step: int = 0, validation: bool = False, **kwargs) -> list[Trajectory]:
         """One multi-turn rollout over this runner's groups; never raises on model or env errors."""
         cfg = self.config
         size = cfg.val_group_size if validation else cfg.group_size
+        slots = self.val_slots if validation else self.train_slots
         seeds = [s for s in self.group_seeds(step, validation) for _ in range(size)]
+        tags = [slot.tag.tag for slot in slots for _ in range(size)]
+        # a group's id: its training seed (unique over steps); in validation its place in the list (tags may
+        # share seeds)
+        group_ids = seeds if not validation else [slot.index for slot in slots for _ in range(size)]
         if validation and self._val_envs is None:
-            self._val_envs = [self._make_env() for _ in range(len(seeds))]
+            self._val_envs = [make_env(slot.tag.env, slot.tag.env_config) for slot in slots for _ in range(size)]
         envs = self._val_envs if validation else self.envs
         sampling = SamplingConfig(
             temperature=cfg.val_temperature if validation else cfg.train_temperature,
@@ -106,9 +110,9 @@ class RagenEnvRunner(EnvRunner):
         except Exception as err:  # an env bug or engine failure: count it, return nothing this time
             logger.exception("rollout failed on env runner %s", self.worker_index)
             self.metrics.log_value(RUNNER_ERRORS_LIFETIME, 1, reduce="lifetime_sum")
-            return [Trajectory(env_id=str(cfg.env), group_id=-1, seed=-1, error=repr(err))]
+            return [Trajectory(env_id=tags[0] if tags else str(cfg.env), group_id=-1, seed=-1, error=repr(err))]
         seconds = time.perf_counter() - start
-        trajectories = [Trajectory.from_episode(ep, str(cfg.env), group_id=s) for ep, s in zip(episodes, seeds)]
+        trajectories = [Trajectory.from_episode(ep, tag, group_id=g) for ep, tag, g in zip(episodes, tags, group_ids)]
         self.metrics.log_value(RUNNER_ERRORS_LIFETIME, sum(t.error is not None for t in trajectories),
                                reduce="lifetime_sum")
         tokens = sum(len(turn.response_ids) for ep in episodes for turn in ep.turns)

@@ -3,7 +3,8 @@
 A file's top-level sections are RagenConfig's builder methods (``environment``, ``env_runners``, ``learners``,
 ``rl_module``, ``training``, ``evaluation``, ``debugging``), each a mapping of that method's keyword
 arguments, plus ``run`` (``stop``: Tune's stop dict, ``checkpoint_every``: iterations, ``out_dir``,
-``loggers``) and ``tune`` (free-form, for sweeps). ``defaults: [base.yaml, ...]`` names files (relative to this
+``loggers``, ``ray_init``: keyword arguments of ``ray.init``, e.g. a ``runtime_env``) and ``tune`` (free-form,
+for sweeps). ``defaults: [base.yaml, ...]`` names files (relative to this
 one) that the file extends: they are merged first, in order, then the file, then the OmegaConf dotlist
 ``overrides`` (``["training.lr=1e-5"]``).
 
@@ -24,12 +25,13 @@ from ray.rllib.algorithms.algorithm_config import AlgorithmConfig
 from ragen_rllib.algorithms.ragen.hyperparams import HYPERPARAMS, check_value
 
 SECTIONS = ("environment", "env_runners", "learners", "rl_module", "training", "evaluation", "debugging")
-RUN_KEYS = {"stop": dict, "checkpoint_every": int, "out_dir": str, "loggers": list}
+RUN_KEYS = {"stop": dict, "checkpoint_every": int, "out_dir": str, "loggers": list, "ray_init": dict}
 FREE_SECTIONS = ("tune",)
 BASES = "defaults"  # the list of base files a file extends
+ENV_KEYS = ("env_tags", "val_env_tags", "env_modules")  # Ragen's own environment() keys (multi-env runs)
 #: what ``to_yaml`` writes per builder section (besides every Ragen hyperparameter under ``training``)
 DUMPED = {
-    "environment": ("env", "env_config"),
+    "environment": ("env", "env_config", *ENV_KEYS),
     "env_runners": ("num_env_runners", "num_cpus_per_env_runner", "num_gpus_per_env_runner", "sample_timeout_s"),
     "learners": ("num_learners", "num_cpus_per_learner", "num_gpus_per_learner"),
     "rl_module": ("model_config",),
@@ -46,6 +48,8 @@ class ConfigFileError(ValueError):
 def section_keys(section: str) -> list[str]:
     """The keys a builder section accepts: the builder's keyword arguments (+ Ragen's under ``training``)."""
     params = [p for p in inspect.signature(getattr(AlgorithmConfig, section)).parameters if p != "self"]
+    if section == "environment":
+        return [*params, *ENV_KEYS]
     return [*HYPERPARAMS, *params] if section == "training" else params
 
 

@@ -48,6 +48,9 @@ class RagenConfig(AlgorithmConfig, RagenHyperparams):
         from ragen_rllib.runner.ragen_env_runner import RagenEnvRunner
 
         self.env_runner_cls = RagenEnvRunner
+        self.env_tags: list[dict] = []  # training envs of a multi-env run (see .env_tags); [] = the one `env`
+        self.val_env_tags: list[dict] = []  # validation envs; [] = the training envs, val_env_groups each
+        self.env_modules: list[str] = []  # modules imported (driver and every runner) before envs are made
         self.run_settings: dict[str, Any] = {}  # a config file's `run` section (stop, checkpoint_every, out_dir)
         self.tune_settings: dict[str, Any] = {}  # a config file's `tune` section (sweeps)
 
@@ -79,6 +82,38 @@ class RagenConfig(AlgorithmConfig, RagenHyperparams):
         from ragen_rllib.algorithms.ragen.presets import preset_settings
 
         return self.training(**preset_settings(name))
+
+    @override(AlgorithmConfig)
+    def environment(self, env: Any = NotProvided, *, env_tags: Any = NotProvided, val_env_tags: Any = NotProvided,
+                    env_modules: Any = NotProvided, **kwargs: Any) -> RagenConfig:
+        """RLlib's ``environment()`` plus Ragen's multi-env keys (see :mod:`.env_tags`).
+
+        Args:
+            env: a gymnasium id (``ragen/Sokoban-v0``), gymnasium's ``module:Id``, or a class import path
+                (``my_pkg.envs:MyEnv``).
+            env_tags: training envs, each ``{tag, env, env_config, groups}`` (a built-in tag needs only ``tag``
+                and ``groups``); sets ``env_groups`` to their total. Empty: the run's one ``env``.
+            val_env_tags: validation envs, each ``{tag, env, env_config, groups, seed}``. Empty: the training
+                envs with ``val_env_groups`` groups each, from ``val_seed``.
+            env_modules: modules to import before envs are made, on the driver and in every env runner (they
+                register user envs with ``gymnasium.register``).
+        """
+        from ragen_rllib.algorithms.ragen.env_tags import parse_tags
+
+        if env_modules is not NotProvided:
+            self.env_modules = [str(m) for m in (env_modules or [])]
+        if val_env_tags is not NotProvided:
+            self.val_env_tags = [dict(e) for e in (val_env_tags or [])]
+        if env_tags is not NotProvided:
+            self.env_tags = [dict(e) for e in (env_tags or [])]
+            if self.env_tags:
+                tags = parse_tags(self.env_tags, "env_tags")
+                self.env_groups = sum(t.groups for t in tags)
+                if env is NotProvided and self.env is None:  # RLlib's `env` names the first one
+                    env = tags[0].env
+                    kwargs.setdefault("env_config", tags[0].env_config)
+        super().environment(env, **kwargs)
+        return self
 
     @override(AlgorithmConfig)
     def training(self, **kwargs: Any) -> RagenConfig:
@@ -114,6 +149,27 @@ class RagenConfig(AlgorithmConfig, RagenHyperparams):
     def train_batch_trajectories(self) -> int:
         """Trajectories sampled per training step."""
         return self.env_groups * self.group_size
+
+    @property
+    def train_tags(self):
+        """The training envs (:class:`~.env_tags.EnvTag` list): ``env_tags``, or the one ``env``."""
+        from ragen_rllib.algorithms.ragen.env_tags import EnvTag, parse_tags
+
+        if self.env_tags:
+            return parse_tags(self.env_tags, "env_tags")
+        return [EnvTag(tag=str(self.env), env=str(self.env), env_config=dict(self.env_config or {}),
+                       groups=self.env_groups)]
+
+    @property
+    def val_tags(self):
+        """The validation envs: ``val_env_tags``, or the training envs with ``val_env_groups`` groups each."""
+        from dataclasses import replace
+
+        from ragen_rllib.algorithms.ragen.env_tags import parse_tags
+
+        if self.val_env_tags:
+            return parse_tags(self.val_env_tags, "val_env_tags")
+        return [replace(t, groups=self.val_env_groups, seed=None) for t in self.train_tags]
 
     def agent_config(self):
         """The agent-layer settings (validated by AgentConfig itself)."""
@@ -188,19 +244,32 @@ class RagenConfig(AlgorithmConfig, RagenHyperparams):
                     self._value_error(f"RagenConfig: {err}")
 
     def _validate_env(self) -> None:
-        """A gymnasium id must be registered here, before any runner tries to make it."""
-        if not isinstance(self.env, str):
-            return
-        import gymnasium as gym
+        """Env modules import, every env resolves, tags parse, and groups split over the runners: here, before
+        any runner tries (see :mod:`.env_tags` and :mod:`ragen_rllib.envs.loading`)."""
+        from ragen_rllib.algorithms.ragen.env_tags import split_groups
+        from ragen_rllib.envs.loading import import_env_modules, resolve_env
 
-        import ragen_rllib.envs  # noqa: F401  (registers the built-in envs)
-
-        if self.env not in gym.registry:
-            ours = sorted(k for k in gym.registry if k.startswith("ragen/"))
-            close = difflib.get_close_matches(self.env, list(gym.registry), n=3)
-            hint = f" (did you mean {', '.join(map(repr, close))}?)" if close else ""
-            self._value_error(f"RagenConfig: env={self.env!r} is not a registered gymnasium id{hint}; the built-in "
-                              f"ones are {ours}; register your own with gymnasium.register before building")
+        try:
+            import_env_modules(self.env_modules)
+            if self.env is None and not self.env_tags:
+                raise ValueError("env=None: name an env with .environment('ragen/FrozenLake-v0') or env_tags")
+            train, val = self.train_tags, self.val_tags
+            for tag in (*train, *val):
+                resolve_env(tag.env)
+            if self.env_tags and sum(t.groups for t in train) != self.env_groups:
+                raise ValueError(f"env_groups={self.env_groups} disagrees with the env_tags' groups "
+                                 f"({' + '.join(str(t.groups) for t in train)} = {sum(t.groups for t in train)}): "
+                                 "drop env_groups (env_tags set it) or change the tags' groups")
+            runners = max(self.num_env_runners, 1)
+            for key, tags in (("env_tags" if self.env_tags else f"env_groups={self.env_groups}", train),
+                              ("val_env_tags" if self.val_env_tags else f"val_env_groups={self.val_env_groups}",
+                               val)):
+                try:
+                    split_groups(tags, runners)
+                except ValueError as err:
+                    raise ValueError(f"{key}: {err}") from None
+        except ValueError as err:
+            self._value_error(f"RagenConfig: {err}")
 
     def _validate_ragen(self) -> None:
         def bad(key: str, fix: str) -> None:
@@ -251,13 +320,6 @@ class RagenConfig(AlgorithmConfig, RagenHyperparams):
         if not 0 < self.early_stop_std_ratio <= 1:
             bad("early_stop_std_ratio", "use a ratio in (0, 1] (RAGEN: 0.1)")
         self._validate_lr_schedule(bad)
-        runners = max(self.num_env_runners, 1)
-        if self.env_groups % runners:
-            bad("env_groups", f"it must be divisible by num_env_runners={self.num_env_runners} (each runner holds "
-                f"whole groups): use env_groups={runners * max(1, self.env_groups // runners)} or change "
-                "num_env_runners")
-        if self.val_env_groups % runners:
-            bad("val_env_groups", f"it must be divisible by num_env_runners={self.num_env_runners}")
         if self.minibatch_size > self.train_batch_trajectories:
             bad("minibatch_size", f"it exceeds the {self.train_batch_trajectories} trajectories of a training step "
                 "(env_groups * group_size); lower minibatch_size or raise env_groups/group_size")

@@ -16,7 +16,7 @@ def rollout_metrics(trajectories: Sequence[Trajectory], rollout_seconds: float) 
     """Means over trajectories, pass@k and in-group reward std over groups, tokens/s over the step.
 
     ``pass_at_k``: share of groups with at least one success (k = the group size). With several env ids
-    in the batch, every metric is also reported per env id as ``"<env_id>/<metric>"``.
+    in the batch (a multi-env run's tags), every metric is also reported per tag as ``"<tag>/<metric>"``.
     """
     ok = [t for t in trajectories if t.error is None]
     out = {K.RUNNER_ERRORS: float(len(trajectories) - len(ok))}

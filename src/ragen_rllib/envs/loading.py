@@ -1,0 +1,57 @@
+"""Making an env from a config: a registered gymnasium id (``ragen/FrozenLake-v0``), gymnasium's
+``module:Id`` form, or an import path of a class (``my_pkg.envs:MyEnv``), after importing the modules that
+register user envs (``environment.env_modules``). Used by the driver (to check a config before any actor starts)
+and by every env runner (whose process has its own gymnasium registry)."""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import gymnasium as gym
+
+
+def import_env_modules(modules: Iterable[str], key: str = "env_modules") -> None:
+    """Import each module (they register envs with ``gymnasium.register`` when imported)."""
+    for name in modules:
+        try:
+            importlib.import_module(name)
+        except ImportError as err:
+            raise ValueError(f"{key}: cannot import {name!r} ({err}); put it on the Python path here and, for "
+                             "remote env runners, on theirs (e.g. Ray's runtime_env py_modules or working_dir)") \
+                from err
+
+
+def resolve_env(env: str) -> str | type:
+    """The registered id, or the class an import path names; ValueError (with the known ids) otherwise."""
+    import ragen_rllib.envs  # noqa: F401  (registers the built-in envs)
+
+    if env in gym.registry:
+        return env
+    if ":" in env:
+        module_name, name = env.split(":", 1)
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError as err:
+            raise ValueError(f"env={env!r}: cannot import {module_name!r} ({err})") from err
+        if name in gym.registry:  # gymnasium's "module:Id": the module registers the id
+            return name
+        obj = getattr(module, name, None)
+        if isinstance(obj, type):
+            return obj
+        raise ValueError(f"env={env!r}: {module_name!r} has no env class or registered id {name!r}")
+    ours = sorted(k for k in gym.registry if k.startswith("ragen/"))
+    close = difflib.get_close_matches(env, list(gym.registry), n=3)
+    hint = f" (did you mean {', '.join(map(repr, close))}?)" if close else ""
+    raise ValueError(f"env={env!r} is not a registered gymnasium id{hint}; the built-in ones are {ours}; register "
+                     "your own with gymnasium.register in a module named in environment.env_modules, or give an "
+                     "import path 'my_pkg.envs:MyEnv'")
+
+
+def make_env(env: str, env_config: Mapping[str, Any] | None = None) -> gym.Env:
+    """An env instance from an id or import path (see :func:`resolve_env`)."""
+    target = resolve_env(env)
+    kwargs = dict(env_config or {})
+    return target(**kwargs) if isinstance(target, type) else gym.make(target, **kwargs)

@@ -1,0 +1,53 @@
+"""Making envs from ids, gymnasium's module:Id form, class import paths, and user env modules."""
+
+import sys
+
+import gymnasium as gym
+import pytest
+
+from ragen_rllib.envs.frozen_lake import FrozenLakeEnv
+from ragen_rllib.envs.loading import import_env_modules, make_env, resolve_env
+
+MODULE = '''
+import gymnasium as gym
+from ragen_rllib.envs.frozen_lake import FrozenLakeEnv
+
+class TinyLake(FrozenLakeEnv):
+    pass
+
+gym.register(id="user/TinyLake-v0", entry_point=TinyLake, disable_env_checker=True)
+'''
+
+
+@pytest.fixture
+def user_module(tmp_path, monkeypatch):
+    name = f"user_envs_{tmp_path.name.replace('-', '_')}"
+    (tmp_path / f"{name}.py").write_text(MODULE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    yield name
+    sys.modules.pop(name, None)
+    gym.registry.pop("user/TinyLake-v0", None)
+
+
+def test_ids_and_class_paths_make_envs():
+    assert isinstance(make_env("ragen/FrozenLake-v0", {"size": 4}).unwrapped, FrozenLakeEnv)
+    env = make_env("ragen_rllib.envs.frozen_lake:FrozenLakeEnv", {"size": 3})
+    assert isinstance(env, FrozenLakeEnv) and env.reset(seed=1)[0]
+
+
+def test_env_modules_register_user_envs(user_module):
+    with pytest.raises(ValueError, match=r"'user/TinyLake-v0' is not a registered gymnasium id.*env_modules"):
+        resolve_env("user/TinyLake-v0")
+    import_env_modules([user_module])
+    assert type(make_env("user/TinyLake-v0", {"size": 4}).unwrapped).__name__ == "TinyLake"
+    assert resolve_env(f"{user_module}:user/TinyLake-v0") == "user/TinyLake-v0"  # gymnasium's module:Id
+
+
+@pytest.mark.parametrize("env, match", [
+    ("no_such_pkg_xyz:Env", r"cannot import 'no_such_pkg_xyz'"),
+    ("ragen_rllib.envs.frozen_lake:Nope", r"has no env class or registered id 'Nope'"),
+    ("ragen/FrozenLak-v0", r"did you mean 'ragen/FrozenLake-v0'"),
+])
+def test_bad_envs_are_named(env, match):
+    with pytest.raises(ValueError, match=match):
+        resolve_env(env)
