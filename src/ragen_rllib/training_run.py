@@ -7,22 +7,36 @@ Layout of a run directory::
                              (``run.ray_init`` holds ``ray.init``'s keyword arguments, e.g. a ``runtime_env``
                              that ships user env modules to the runners)
     progress.jsonl           one line per iteration: the iteration and the headline metrics
-    checkpoints/iter_NNNN/   RLlib checkpoints (Algorithm.save_to_path), every run.checkpoint_every and at the end
+    checkpoints/iter_NNNN    links to the RLlib checkpoints (Algorithm.save_to_path layout) Tune saved every
+                             run.checkpoint_every iterations and at the end
+    trials/                  Tune's experiment: one trial directory per launch (a resume is a new trial) with
+                             result.json, progress.csv and the loggers' files (TensorBoard events by default;
+                             run.loggers: [tensorboard, wandb, mlflow], see ragen_rllib.loggers)
     learning_curve.png       training (and validation) success per iteration (needs matplotlib)
+
+The run is one Tune trial (``tune.Tuner(Ragen, param_space=config)``), so Tune's logger callbacks, stop rules
+and checkpointing apply as for any RLlib algorithm.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import os
 from collections.abc import Callable, Mapping
+from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
 
+from ray import tune
+from ray.rllib.utils.annotations import override
+
 from ragen_rllib.algorithms.ragen import keys as K
+from ragen_rllib.loggers import DEFAULT_LOGGERS, check_loggers, logger_callbacks, logger_env
 
 CONFIG_FILE, PROGRESS_FILE, CHECKPOINTS, CURVE_FILE = "config.yaml", "progress.jsonl", "checkpoints", \
     "learning_curve.png"
+TRIALS = "trials"  # Tune's experiment directory inside the run directory
 
 
 def lookup(result: Mapping[str, Any], key: str) -> Any:
@@ -103,33 +117,79 @@ def train(config_path: str | Path | None, overrides: list[str], resume: str | Pa
     ray_kwargs = dict(run.get("ray_init") or {})
     add_shipped_paths(ray_kwargs)
     config.validate()  # every setting checked before any actor starts
+    loggers = check_loggers(run.get("loggers") or [n for n in DEFAULT_LOGGERS if find_spec("tensorboardX")])
     stop = dict(run.get("stop") or {"training_iteration": 10})
     every = int(run.get("checkpoint_every") or 0)
     run_dir.mkdir(parents=True, exist_ok=True)
     config.to_yaml(run_dir / CONFIG_FILE)
+    env = logger_env(loggers, run_dir)
+    os.environ.update(env)
+    runtime_env = dict(ray_kwargs.get("runtime_env") or {})
+    ray_kwargs["runtime_env"] = {**runtime_env, "env_vars": {**env, **(runtime_env.get("env_vars") or {})}}
     init_ray(**ray_kwargs)
-    algo = config.build_algo()
-    try:
-        if checkpoint is not None:
-            algo.restore_from_path(checkpoint.resolve())
-            log(f"resumed from {checkpoint} (iteration {algo.iteration})")
-        with (run_dir / PROGRESS_FILE).open("a") as progress:
-            while True:
-                result = algo.train()
-                log(progress_line(result))
-                progress.write(json.dumps(headline(result)) + "\n")
-                progress.flush()
-                reason = should_stop(result, stop)
-                if every and algo.iteration % every == 0 or reason:
-                    path = algo.save_to_path((run_dir / CHECKPOINTS / f"iter_{algo.iteration:04d}").resolve())
-                    log(f"checkpoint {path}")
-                if reason:
-                    log(f"stopped: {reason}")
-                    break
-    finally:
-        algo.stop()
+    if checkpoint is not None:  # RLlib's documented way to start a Tune trial from a checkpoint
+        config = config.copy(copy_frozen=False).callbacks(on_algorithm_init=RestoreFrom(checkpoint.resolve()))
+        log(f"resumed from {checkpoint}")
+    progress = RunProgress(run_dir, stop, log)
+    tuner = tune.Tuner(config.algo_class, param_space=config, run_config=tune.RunConfig(
+        name=TRIALS, storage_path=str(run_dir.resolve()), stop=progress.stop, verbose=0,
+        callbacks=[progress, *logger_callbacks(loggers, run_dir, project=run_dir.name)],
+        checkpoint_config=tune.CheckpointConfig(checkpoint_frequency=every, checkpoint_at_end=True)))
+    results = tuner.fit()
+    if results.errors:
+        raise RuntimeError(f"training failed: {results.errors[0]}")
     plot_curve(run_dir)
     return run_dir
+
+
+class RestoreFrom:
+    """``on_algorithm_init`` callback: load a checkpoint into the new Algorithm (and its engines)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def __call__(self, *, algorithm, **kwargs) -> None:
+        algorithm.restore_from_path(self.path)
+
+
+class RunProgress(tune.Callback):
+    """A Tune callback on the driver: the progress line and ``progress.jsonl`` per iteration, the stop rule, and
+    ``checkpoints/iter_NNNN`` links to Tune's checkpoints."""
+
+    def __init__(self, run_dir: Path, stop: Mapping[str, float], log: Callable[[str], None]) -> None:
+        self.run_dir, self.bounds, self.log = run_dir, dict(stop), log
+        self.first = True
+
+    def __getstate__(self) -> dict:  # Tune pickles its callbacks with the experiment state; `log` may not pickle
+        return {k: v for k, v in self.__dict__.items() if k != "log"}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state, log=print)
+
+    def stop(self, trial_id: str, result: Mapping[str, Any]) -> bool:
+        reason = should_stop(result, self.bounds)
+        if reason:
+            self.log(f"stopped: {reason}")
+        return reason is not None
+
+    @override(tune.Callback)
+    def on_trial_result(self, iteration, trials, trial, result, **info) -> None:
+        if self.first and result.get("training_iteration", 1) > 1:
+            self.log(f"resumed at iteration {result['training_iteration'] - 1}")
+        self.first = False
+        self.log(progress_line(result))
+        with (self.run_dir / PROGRESS_FILE).open("a") as progress:
+            progress.write(json.dumps(headline(result)) + "\n")
+
+    @override(tune.Callback)
+    def on_checkpoint(self, iteration, trials, trial, checkpoint, **info) -> None:
+        step = trial.last_result.get("training_iteration", 0)
+        link = self.run_dir / CHECKPOINTS / f"iter_{step:04d}"
+        link.parent.mkdir(exist_ok=True)
+        if link.is_symlink() or link.exists():
+            link.unlink()
+        link.symlink_to(Path(checkpoint.path).resolve(), target_is_directory=True)
+        self.log(f"checkpoint {link}")
 
 
 def add_shipped_paths(ray_kwargs: Mapping[str, Any]) -> None:

@@ -29,10 +29,11 @@ def test_train_checkpoints_and_resumes(ray_session, tmp_path, capsys):
     cfg = tmp_path / "run.yaml"
     cfg.write_text(CONFIG)
     out = tmp_path / "run"
-    assert main(["train", str(cfg), f"run.out_dir={out}"]) == 0
+    assert main(["train", str(cfg), f"run.out_dir={out}", "run.loggers=[tensorboard,wandb,mlflow]"]) == 0
     log = capsys.readouterr().out
     assert log.count("success") == 2 and "validation" in log and "stopped: training_iteration=2 >= 2" in log
     assert sorted(p.name for p in (out / "checkpoints").iterdir()) == ["iter_0001", "iter_0002"]
+    loggers_wrote(out)
     rows = [json.loads(line) for line in (out / PROGRESS_FILE).read_text().splitlines()]
     assert [r["iteration"] for r in rows] == [1, 2] and rows[1]["validation_success_rate"] is not None
     assert rows[1]["num_env_steps_sampled_lifetime"] > rows[0]["num_env_steps_sampled_lifetime"] > 0
@@ -42,7 +43,7 @@ def test_train_checkpoints_and_resumes(ray_session, tmp_path, capsys):
     # resume: continues at iteration 3 from the last checkpoint, with a raised stop
     assert main(["train", "--resume", str(out), "run.stop.training_iteration=3"]) == 0
     log = capsys.readouterr().out
-    assert "resumed from" in log and "iteration 2" in log and "iter    3" in log
+    assert "resumed from" in log and "resumed at iteration 2" in log and "iter    3" in log
     assert [json.loads(line)["iteration"] for line in (out / PROGRESS_FILE).read_text().splitlines()] == [1, 2, 3]
 
     # export: a Hugging Face directory whose greedy tokens equal the checkpoint's policy, in transformers and vLLM
@@ -56,7 +57,8 @@ def test_train_checkpoints_and_resumes(ray_session, tmp_path, capsys):
     rollouts = tmp_path / "rollouts.jsonl"
     assert main(["eval", str(checkpoint), "--config", str(cfg), "--episodes", "3", "--k", "2", "--out",
                  str(rollouts)]) == 0
-    report = json.loads(capsys.readouterr().out.split("trajectories written")[0])
+    printed = capsys.readouterr().out.split("trajectories written")[0]
+    report = json.loads(printed[printed.index("{\n"):])  # the report, after any library log lines
     assert set(report["ragen/FrozenLake-v0"]) >= {"success", "pass@1", "pass@2", "valid_action_rate"}
     assert len(rollouts.read_text().splitlines()) == 3 * 2
 
@@ -80,6 +82,37 @@ def headless_dom(page):
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert [line for line in proc.stderr.splitlines() if "CONSOLE" in line or "Uncaught" in line] == []
     return proc.stdout
+
+
+def loggers_wrote(out):
+    """TensorBoard events with the training metrics, an offline W&B run, an MLflow run with metrics: all through
+    Tune's logger callbacks, none in the user's home."""
+    events = list((out / "trials").rglob("events.out.tfevents.*"))
+    assert len(events) == 1
+    steps = scalar_steps(events[0], "ray/tune/env_runners/success_rate")
+    assert steps == [1, 2]
+    import os
+    from pathlib import Path
+
+    runs = list(Path(os.environ["WANDB_DIR"]).rglob("offline-run-*"))  # the tests' W&B directory (conftest)
+    assert any(run.stat().st_mtime > events[0].stat().st_mtime - 600 for run in runs)
+    success = [f for f in (out / "mlruns").rglob("success_rate") if f.parts[-3:-1] == ("metrics", "env_runners")]
+    assert len(success) == 1 and len(success[0].read_text().splitlines()) == 2  # one line per iteration
+
+
+def scalar_steps(path, tag):
+    """The steps at which a TensorBoard event file holds scalar ``tag`` (TFRecord framing: length, crc, data, crc)."""
+    import struct
+
+    from tensorboardX.proto.event_pb2 import Event
+
+    data, pos, steps = path.read_bytes(), 0, []
+    while pos < len(data):
+        (length,) = struct.unpack("<Q", data[pos:pos + 8])
+        event = Event.FromString(data[pos + 12:pos + 12 + length])
+        pos += 12 + length + 4
+        steps += [event.step for value in event.summary.value if value.tag == tag]
+    return steps
 
 
 def greedy_equal(checkpoint, exported):

@@ -42,7 +42,8 @@ class Ragen(Algorithm):
 
     @override(Algorithm)
     def setup(self, config) -> None:
-        super().setup(config)
+        # Ragen's own state first: super().setup() ends with the on_algorithm_init callback, which may restore
+        # a checkpoint into it (RLlib's way to start a Tune trial from a checkpoint).
         self._step = 0
         self._weights_seq_no = 0
         self._stopper = EarlyStopper.from_config(self.config)
@@ -50,6 +51,7 @@ class Ragen(Algorithm):
         self._tokenizer = self._load_tokenizer()
         tok = self._tokenizer
         self._pad_id = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
+        super().setup(config)
 
     def _load_tokenizer(self):
         from transformers import AutoTokenizer
