@@ -114,15 +114,19 @@ def train(config_path: str | Path | None, overrides: list[str], resume: str | Pa
         run_dir = Path(config.run_settings.get("out_dir") or Path("runs") / Path(config_path).stem)
         checkpoint = None
     run = config.run_settings
-    ray_kwargs = dict(run.get("ray_init") or {})
+    ray_kwargs = {"log_to_driver": False, **dict(run.get("ray_init") or {})}  # actors' logs: Ray's log files
     add_shipped_paths(ray_kwargs)
     config.validate()  # every setting checked before any actor starts
+    model = Path(config.model_name)
+    if model.exists():  # a local model directory: absolute, since Tune's trial actor runs elsewhere
+        config.rl_module(model_config={**config.model_config, "model": str(model.resolve())})
     loggers = check_loggers(run.get("loggers") or [n for n in DEFAULT_LOGGERS if find_spec("tensorboardX")])
     stop = dict(run.get("stop") or {"training_iteration": 10})
     every = int(run.get("checkpoint_every") or 0)
     run_dir.mkdir(parents=True, exist_ok=True)
     config.to_yaml(run_dir / CONFIG_FILE)
-    env = logger_env(loggers, run_dir)
+    # relative paths in the config (e.g. env data files) keep meaning the driver's directory in the trial actor
+    env = {"RAY_CHDIR_TO_TRIAL_DIR": os.environ.get("RAY_CHDIR_TO_TRIAL_DIR", "0"), **logger_env(loggers, run_dir)}
     os.environ.update(env)
     runtime_env = dict(ray_kwargs.get("runtime_env") or {})
     ray_kwargs["runtime_env"] = {**runtime_env, "env_vars": {**env, **(runtime_env.get("env_vars") or {})}}
@@ -130,6 +134,7 @@ def train(config_path: str | Path | None, overrides: list[str], resume: str | Pa
     if checkpoint is not None:  # RLlib's documented way to start a Tune trial from a checkpoint
         config = config.copy(copy_frozen=False).callbacks(on_algorithm_init=RestoreFrom(checkpoint.resolve()))
         log(f"resumed from {checkpoint}")
+    os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")  # our progress lines only, not Tune's status tables
     progress = RunProgress(run_dir, stop, log)
     tuner = tune.Tuner(config.algo_class, param_space=config, run_config=tune.RunConfig(
         name=TRIALS, storage_path=str(run_dir.resolve()), stop=progress.stop, verbose=0,
@@ -158,7 +163,7 @@ class RunProgress(tune.Callback):
 
     def __init__(self, run_dir: Path, stop: Mapping[str, float], log: Callable[[str], None]) -> None:
         self.run_dir, self.bounds, self.log = run_dir, dict(stop), log
-        self.first = True
+        self.first, self.reason = True, None
 
     def __getstate__(self) -> dict:  # Tune pickles its callbacks with the experiment state; `log` may not pickle
         return {k: v for k, v in self.__dict__.items() if k != "log"}
@@ -167,10 +172,8 @@ class RunProgress(tune.Callback):
         self.__dict__.update(state, log=print)
 
     def stop(self, trial_id: str, result: Mapping[str, Any]) -> bool:
-        reason = should_stop(result, self.bounds)
-        if reason:
-            self.log(f"stopped: {reason}")
-        return reason is not None
+        self.reason = should_stop(result, self.bounds)  # logged after the iteration's line (Tune asks first)
+        return self.reason is not None
 
     @override(tune.Callback)
     def on_trial_result(self, iteration, trials, trial, result, **info) -> None:
@@ -180,6 +183,8 @@ class RunProgress(tune.Callback):
         self.log(progress_line(result))
         with (self.run_dir / PROGRESS_FILE).open("a") as progress:
             progress.write(json.dumps(headline(result)) + "\n")
+        if self.reason:
+            self.log(f"stopped: {self.reason}")
 
     @override(tune.Callback)
     def on_checkpoint(self, iteration, trials, trial, checkpoint, **info) -> None:
