@@ -3,6 +3,8 @@
 import os
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 CACHE = ROOT / ".cache"
 
@@ -22,3 +24,14 @@ for _var, _sub in (("WANDB_DIR", "wandb"), ("WANDB_CONFIG_DIR", "wandb/config"),
     os.environ.setdefault(_var, str(CACHE / _sub))
 (CACHE / "tmp").mkdir(parents=True, exist_ok=True)
 os.environ.setdefault("TMPDIR", str(CACHE / "tmp"))  # vLLM's zmq socket files, Ray's temp dir
+
+
+@pytest.fixture(scope="session")
+def ray_session():
+    import ray
+
+    from ragen_rllib import init_ray
+
+    init_ray(num_cpus=6, _temp_dir=str(CACHE / "ray"), log_to_driver=False)
+    yield
+    ray.shutdown()

@@ -2,6 +2,7 @@
 
 Subcommands:
   train       train from a config file (configs/...), with checkpoints and a learning curve
+  sweep       a Tune experiment from a config's tune section (slip-rate study, ASHA, PBT)
   eval        evaluate a checkpoint or a model on fixed seeds: success, pass@k, readable trajectories (JSONL)
   export      save a checkpoint's policy as a Hugging Face model directory
   view        render rollouts (eval's JSONL) as one self-contained HTML page
@@ -21,6 +22,13 @@ def _cmd_train(args: argparse.Namespace) -> int:
 
     run_dir = train(args.config, args.overrides, resume=args.resume)
     print(f"run saved to {run_dir}")
+    return 0
+
+
+def _cmd_sweep(args: argparse.Namespace) -> int:
+    from ragen_rllib.sweep import sweep
+
+    sweep(args.config, args.overrides, resume=args.resume)
     return 0
 
 
@@ -109,6 +117,15 @@ def build_parser() -> argparse.ArgumentParser:
                        help="dotlist overrides, e.g. training.lr=1e-5 run.stop.training_iteration=50")
     train.add_argument("--resume", metavar="RUN_DIR", help="continue a run from its last checkpoint")
     train.set_defaults(func=_cmd_train)
+    sw = sub.add_parser("sweep", help="a Tune experiment from a config's tune section (grid, ASHA, PBT)",
+                        description="Run one Tune trial per point of the config's tune.param_space (grid_search and "
+                        "distributions in YAML; a scheduler from tune.scheduler), then write sweep.json, sweep.md "
+                        "and sweep.png under run.out_dir. --resume continues a killed sweep.")
+    sw.add_argument("config", nargs="?", help="a YAML config with a tune section, e.g. "
+                    "configs/sweeps/frozenlake_slip_rate.yaml")
+    sw.add_argument("overrides", nargs="*", metavar="section.key=value", help="dotlist overrides")
+    sw.add_argument("--resume", metavar="SWEEP_DIR", help="continue a sweep (finished trials are kept)")
+    sw.set_defaults(func=_cmd_sweep)
     ev = sub.add_parser("eval", help="evaluate a checkpoint or model on fixed seeds (success, pass@k, JSONL)",
                         description="Roll out a Ragen checkpoint or a Hugging Face model on fixed seeds (val_seed on, "
                         "or each validation tag's seed) at the config's validation temperature, on the config's "

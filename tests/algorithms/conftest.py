@@ -1,21 +1,10 @@
-"""One Ray instance for every end-to-end algorithm test (temp files inside the work tree)."""
+"""Factories of tiny Ragen configs for the end-to-end algorithm tests (the shared Ray instance: tests/conftest.py)."""
 
 from pathlib import Path
 
 import pytest
 
 CACHE = Path(__file__).resolve().parents[2] / ".cache"
-
-
-@pytest.fixture(scope="session")
-def ray_session():
-    import ray
-
-    from ragen_rllib import init_ray
-
-    init_ray(num_cpus=6, _temp_dir=str(CACHE / "ray"), log_to_driver=False)
-    yield
-    ray.shutdown()
 
 
 @pytest.fixture(scope="session")

@@ -57,6 +57,8 @@ class RagenHyperparams:
     val_group_size: int = _h(1, "trajectories per validation group")
     val_seed: int = _h(123, "seed of the first validation group (fixed across evaluations)")
     val_temperature: float = _h(0.5, "sampling temperature of validation rollouts")
+    val_before_train: bool = _h(False, (
+        "validate once before the first update (result['evaluation_before_training']; RAGEN: True)"))
 
     # ---- rollout filtering (StarPO-S; whole groups)
     filter_strategy: str | None = _h(None, (

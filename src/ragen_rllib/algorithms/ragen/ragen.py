@@ -196,8 +196,12 @@ class Ragen(Algorithm):
     # ------------------------------------------------------------------ early stops
     @override(Algorithm)
     def step(self) -> dict:
-        """One iteration; adds ``early_stopped/<rule>`` and ends training (``done``) when a rule fired."""
+        """One iteration; adds ``early_stopped/<rule>`` and ends training (``done``) when a rule fired; with
+        ``val_before_train``, the first iteration also reports ``evaluation_before_training``."""
+        before = self.evaluate() if self.config.val_before_train and self.iteration == 0 else None
         result = super().step()
+        if before is not None:
+            result["evaluation_before_training"] = before
         result.update(self._stopper.metrics())
         if self._stopper.triggered is not None:
             result["done"] = True

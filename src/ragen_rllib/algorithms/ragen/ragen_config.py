@@ -51,6 +51,7 @@ class RagenConfig(AlgorithmConfig, RagenHyperparams):
         self.env_tags: list[dict] = []  # training envs of a multi-env run (see .env_tags); [] = the one `env`
         self.val_env_tags: list[dict] = []  # validation envs; [] = the training envs, val_env_groups each
         self.env_modules: list[str] = []  # modules imported (driver and every runner) before envs are made
+        self.sweep_variant: Any = None  # a Tune sweep's grouped setting (ragen_rllib.sweep_space.VARIANT)
         self.run_settings: dict[str, Any] = {}  # a config file's `run` section (stop, checkpoint_every, out_dir)
         self.tune_settings: dict[str, Any] = {}  # a config file's `tune` section (sweeps)
 
@@ -75,6 +76,20 @@ class RagenConfig(AlgorithmConfig, RagenHyperparams):
         if path is not None:
             Path(path).write_text(text)
         return text
+
+    @override(AlgorithmConfig)
+    def update_from_dict(self, config_dict: dict) -> RagenConfig:
+        # A Tune trial's resolved config arrives here; its grouped sweep setting (several keys that change
+        # together, e.g. filter on / off) is applied after the plain keys.
+        config_dict = dict(config_dict)
+        variant = config_dict.pop("sweep_variant", None)
+        super().update_from_dict(config_dict)
+        if variant:
+            from ragen_rllib.sweep_space import apply_variant
+
+            apply_variant(self, variant)
+            self.sweep_variant = variant
+        return self
 
     def preset(self, name: str) -> RagenConfig:
         """Apply an algorithm preset (``ppo``, ``grpo``, ``dr_grpo``, ``dapo``, ``starpo_s``, ``gigpo``; see

@@ -1,0 +1,149 @@
+"""A config file's ``tune`` section as Tune objects: search spaces in plain YAML, schedulers by name.
+
+The search space (``tune.param_space``) maps config key paths to values or distributions::
+
+    tune:
+      param_space:
+        environment.env_config.success_rate: {grid_search: [1.0, 0.8, 0.5]}
+        training.lr: {loguniform: [1.0e-6, 1.0e-4]}
+        variant:                      # settings that change together, one grid entry each
+          grid_search:
+            - {name: filter, training.filter_strategy: top_p, training.filter_value: 0.9}
+            - {name: nofilter, training.filter_strategy: top_p, training.filter_value: 1.0}
+
+Distributions: ``grid_search``, ``choice`` (lists), ``uniform``, ``loguniform``, ``randint``, ``randn``
+(``[low, high]`` / ``[mean, sd]``). A key path is ``section.key`` with a builder section of the config file
+(``training.lr``, ``environment.env_config.<key>``, ``rl_module.model_config.<key>``). Every key is checked
+before any trial starts (the nearest valid key is suggested), and one sample of the space is validated as a
+whole config.
+"""
+
+from __future__ import annotations
+
+import copy
+import difflib
+from collections.abc import Mapping
+from typing import Any
+
+DISTRIBUTIONS = ("grid_search", "choice", "uniform", "loguniform", "randint", "randn")
+VARIANT = "variant"  # the param_space key of grouped settings (applied by RagenConfig.update_from_dict)
+SCHEDULERS = ("fifo", "asha", "pbt")
+
+
+def to_tune(value: Any, where: str) -> Any:
+    """A YAML value as a Tune search space object (or the value itself)."""
+    from ray import tune
+
+    if not (isinstance(value, Mapping) and len(value) == 1 and next(iter(value)) in DISTRIBUTIONS):
+        return value
+    (kind, args), = value.items()
+    if kind in ("grid_search", "choice"):
+        if not isinstance(args, list) or not args:
+            raise ValueError(f"{where}: {kind} takes a non-empty list, not {args!r}")
+        return getattr(tune, kind)(args)
+    if not isinstance(args, list) or len(args) != 2:
+        raise ValueError(f"{where}: {kind} takes [low, high] (randn: [mean, sd]), not {args!r}")
+    return getattr(tune, kind)(*args)
+
+
+def first_value(value: Any) -> Any:
+    """One representative value of a YAML search space (the first grid/choice entry, the low end of a range)."""
+    if isinstance(value, Mapping) and len(value) == 1 and next(iter(value)) in DISTRIBUTIONS:
+        (kind, args), = value.items()
+        return args[0] if isinstance(args, list) and args else args
+    return value
+
+
+def check_path(path: str, config) -> tuple[str, list[str]]:
+    """``(section, [key, subkey...])`` of a dotted key path, or ValueError naming the nearest valid key."""
+    from ragen_rllib.algorithms.ragen.config_files import SECTIONS, section_keys
+
+    section, _, rest = path.partition(".")
+    if section not in SECTIONS or not rest:
+        close = difflib.get_close_matches(section, SECTIONS, n=1)
+        raise ValueError(f"tune.param_space: {path!r} is not a config key path; use section.key with a section "
+                         f"of {list(SECTIONS)}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+    keys = rest.split(".")
+    known = section_keys(section)
+    if keys[0] not in known:
+        close = difflib.get_close_matches(keys[0], known, n=3)
+        raise ValueError(f"tune.param_space: {path!r}: {section}.{keys[0]} is not a config key"
+                         + (f"; did you mean {', '.join(f'{section}.{c}' for c in close)}?" if close else ""))
+    if keys[0] == "env_config" and len(keys) > 1 and isinstance(config.env, str):
+        from ragen_rllib.envs import BUILTIN_ENVS
+        from ragen_rllib.envs.catalog import config_defaults
+
+        if config.env in BUILTIN_ENVS and keys[1] not in config_defaults(config.env):
+            env_keys = list(config_defaults(config.env))
+            close = difflib.get_close_matches(keys[1], env_keys, n=3)
+            raise ValueError(f"tune.param_space: {path!r}: {config.env} takes no env_config key {keys[1]!r}; "
+                             + (f"did you mean {close}?" if close else f"its keys are {env_keys}"))
+    return section, keys
+
+
+def set_path(config, path: str, value: Any) -> None:
+    """Set a dotted key path on a config (nested dicts such as env_config are copied, not shared)."""
+    _, keys = check_path(path, config)
+    if len(keys) == 1:
+        setattr(config, keys[0], value)
+        return
+    root = copy.deepcopy(dict(getattr(config, keys[0]) or {}))
+    node = root
+    for key in keys[1:-1]:
+        node = node.setdefault(key, {})
+    node[keys[-1]] = value
+    setattr(config, keys[0], root)
+
+
+def apply_variant(config, variant: Mapping[str, Any]) -> None:
+    """Apply one grouped setting (``{name: ..., section.key: value, ...}``; ``name`` labels it)."""
+    for path, value in variant.items():
+        if path != "name":
+            set_path(config, path, value)
+
+
+def apply_param_space(config, space: Mapping[str, Any]):
+    """``(config with Tune objects in place, one sampled config for validation)``."""
+    sample = config.copy(copy_frozen=False)
+    for path, value in space.items():
+        if path == VARIANT:
+            entries = value.get("grid_search") if isinstance(value, Mapping) else None
+            if not isinstance(entries, list) or not all(isinstance(e, Mapping) for e in entries) or not entries:
+                raise ValueError("tune.param_space.variant: use {grid_search: [{name: a, section.key: value, ...}, "
+                                 "...]}")
+            for entry in entries:
+                apply_variant(sample.copy(copy_frozen=False), entry)  # every key checked
+            config.sweep_variant = to_tune(value, f"tune.param_space.{VARIANT}")
+            apply_variant(sample, entries[0])
+            continue
+        set_path(config, path, to_tune(value, f"tune.param_space.{path}"))
+        set_path(sample, path, first_value(value))
+    return config, sample
+
+
+def make_scheduler(spec: Mapping[str, Any] | None, metric: str, mode: str, config):
+    """A Tune scheduler from ``tune.scheduler`` (``{type: asha | pbt | fifo, ...its arguments}``); PBT's
+    ``hyperparam_mutations`` keys are config key paths like the search space's."""
+    from ray.tune.schedulers import ASHAScheduler, FIFOScheduler, PopulationBasedTraining
+
+    spec = dict(spec or {"type": "fifo"})
+    kind = spec.pop("type", "fifo")
+    if kind not in SCHEDULERS:
+        raise ValueError(f"tune.scheduler.type={kind!r} is unknown; use one of {list(SCHEDULERS)}")
+    if kind == "fifo":
+        return FIFOScheduler()
+    if kind == "asha":
+        spec.setdefault("time_attr", "training_iteration")
+        return ASHAScheduler(metric=metric, mode=mode, **spec)
+    mutations = {}
+    for path, value in dict(spec.pop("hyperparam_mutations", {}) or {}).items():
+        _, keys = check_path(path, config)
+        node = mutations
+        for key in keys[:-1]:
+            node = node.setdefault(key, {})
+        node[keys[-1]] = to_tune(value, f"tune.scheduler.hyperparam_mutations.{path}")
+    if not mutations:
+        raise ValueError("tune.scheduler: pbt needs hyperparam_mutations, e.g. {training.lr: {loguniform: [1e-6, "
+                         "1e-4]}}")
+    spec.setdefault("time_attr", "training_iteration")
+    return PopulationBasedTraining(metric=metric, mode=mode, hyperparam_mutations=mutations, **spec)
