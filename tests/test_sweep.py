@@ -11,6 +11,7 @@ from ragen_rllib import RagenConfig
 from ragen_rllib.sweep import table
 from ragen_rllib.sweep_space import apply_param_space, make_scheduler, to_tune
 
+M = "evaluation/env_runners/success_rate"
 BASE = {
     "environment": {"env": "ragen/FrozenLake-v0", "env_config": {"size": 4, "success_rate": 1.0}},
     "env_runners": {"num_env_runners": 1},
@@ -67,16 +68,24 @@ def test_bad_search_space_keys_fail_before_any_trial(space, match):
 
 def test_schedulers_by_name():
     c = RagenConfig().environment("ragen/FrozenLake-v0")
-    assert type(make_scheduler({"type": "asha", "grace_period": 1, "max_t": 4}, "m", "max", c)).__name__ == \
+    assert type(make_scheduler({"type": "asha", "grace_period": 1, "max_t": 4}, M, "max", c)).__name__ == \
         "AsyncHyperBandScheduler"
     pbt = make_scheduler({"type": "pbt", "perturbation_interval": 2,
                           "hyperparam_mutations": {"training.lr": {"loguniform": [1e-6, 1e-4]},
-                                                   "environment.env_config.success_rate": [0.5, 1.0]}}, "m", "max", c)
+                                                   "environment.env_config.success_rate": [0.5, 1.0]}}, M, "max", c)
     assert set(pbt._hyperparam_mutations) == {"lr", "env_config"}
     with pytest.raises(ValueError, match="tune.scheduler.type='hyperband' is unknown"):
-        make_scheduler({"type": "hyperband"}, "m", "max", c)
+        make_scheduler({"type": "hyperband"}, M, "max", c)
     with pytest.raises(ValueError, match="pbt needs hyperparam_mutations"):
-        make_scheduler({"type": "pbt"}, "m", "max", c)
+        make_scheduler({"type": "pbt"}, M, "max", c)
+
+
+def test_a_metric_no_result_reports_fails_fast():
+    c = RagenConfig().environment("ragen/FrozenLake-v0")
+    make_scheduler(None, "evaluation/env_runners/Lake/success_rate", "max", c)  # per-tag metrics are fine
+    with pytest.raises(ValueError, match=r"tune.metric='evaluation/env_runners/succes_rate' is not reported.*"
+                                         r"did you mean \['evaluation/env_runners/success_rate'"):
+        make_scheduler({"type": "asha"}, "evaluation/env_runners/succes_rate", "max", c)
 
 
 def test_table_has_one_row_per_trial():
@@ -101,3 +110,136 @@ def test_sweep_runs_a_two_trial_grid_from_a_config(ray_session, tmp_path, capsys
     assert all(0.0 <= r["validation_success"] <= 1.0 and r["iterations"] == 1 for r in record["trials"])
     assert all(0.0 <= r["validation_success_before"] <= 1.0 for r in record["trials"])  # val_before_train
     assert (tmp_path / "out" / "sweep.md").read_text().count("\n") == 4 and (tmp_path / "out" / "sweep.png").is_file()
+
+
+@pytest.mark.slow
+def test_asha_stops_the_worse_of_two_trials_early(ray_session, tmp_path):
+    """ASHA, 2 trials one after the other, rungs at 1 and 2 iterations (reduction factor 2), on a metric that
+    differs by construction (time, lower is better; the second trial writes 6x longer answers): the first runs
+    to the end, the second is stopped at its first rung."""
+    from ragen_rllib.sweep import sweep
+
+    cfg = _write(tmp_path, {**BASE, "run": {"stop": {"training_iteration": 4}, "out_dir": str(tmp_path / "out")},
+                            "tune": {"param_space": {"training.max_response_tokens": {"grid_search": [16, 96]}},
+                                     "metric": "time_total_s", "mode": "min", "max_concurrent_trials": 1,
+                                     "scheduler": {"type": "asha", "grace_period": 1, "max_t": 4,
+                                                   "reduction_factor": 2}}})
+    sweep(cfg, [])
+    trials = json.loads((tmp_path / "out" / "sweep.json").read_text())["trials"]
+    iterations = {t["training.max_response_tokens"]: t["iterations"] for t in trials}
+    assert iterations[16] == 4 and iterations[96] < 4, iterations
+
+
+@pytest.mark.slow
+def test_a_sigkilled_sweep_resumes_without_rerunning_finished_trials(tmp_path):
+    """The sweep process (and the Ray it started) dies by SIGKILL mid-way; --resume keeps the finished trial and
+    continues the interrupted one from its last checkpoint."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    out = tmp_path / "out"
+    cfg = tmp_path / "sweep.yaml"
+    cfg.write_text(yaml.safe_dump({
+        **BASE, "evaluation": {"evaluation_interval": 0},
+        "run": {"stop": {"training_iteration": 3}, "checkpoint_every": 1, "out_dir": str(out),
+                "ray_init": {"num_cpus": 2, "_temp_dir": str(root / ".cache" / "ray_sweep_kill")}},
+        "tune": {"param_space": {"environment.env_config.success_rate": {"grid_search": [1.0, 0.5]}},
+                 "max_concurrent_trials": 1}}))
+    command = [sys.executable, "-m", "ragen_rllib.cli", "sweep"]
+    proc = subprocess.Popen([*command, str(cfg)], cwd=tmp_path, start_new_session=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    lines, deadline = [], time.time() + 400
+    for line in proc.stdout:  # kill once the first trial is done and the second has a checkpoint
+        lines.append(line)
+        done = [x.split(":")[0] for x in lines if x.rstrip().endswith(": done")]
+        if len(done) == 1 and any(": iter    2" in x and not x.startswith(done[0]) for x in lines) or \
+                time.time() > deadline:
+            break
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert sum("done" in x for x in lines) == 1, "".join(lines[-30:])
+    first = [line for line in lines if ": iter" in line][0].split(":")[0]  # the trial that finished
+
+    resumed = subprocess.run([*command, "--resume", str(out)], cwd=tmp_path, capture_output=True, text=True,
+                             timeout=600)
+    assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
+    assert f"{first}: iter" not in resumed.stdout  # the finished trial is not rerun
+    iters = [line for line in resumed.stdout.splitlines() if ": iter" in line]
+    assert iters and all(int(line.split("iter")[1].split()[0]) >= 2 for line in iters)  # from a checkpoint
+    record = json.loads((out / "sweep.json").read_text())
+    assert [r["iterations"] for r in record["trials"]] == [3, 3]
+
+
+@pytest.mark.slow
+def test_a_pbt_exploit_loads_the_donors_weights_into_learner_and_engines(ray_session, tmp_path):
+    """Two trials, PBT every 2 iterations (synchronous, so the donor has a checkpoint): the receiving trial's
+    learner holds exactly the donor checkpoint's weights after the exploit, its engine generates what those
+    weights generate, and the seed schedule comes along."""
+    from ragen_rllib.algorithms.ragen.ragen import Ragen
+    from ragen_rllib.sweep_space import apply_param_space
+
+    probe_dir = tmp_path / "probe"
+    probe_dir.mkdir()
+
+    def probe(algorithm, **kwargs):  # on_checkpoint_loaded, inside the trial (pickled by value)
+        import hashlib
+        import json as _json
+        import uuid
+        from pathlib import Path as _Path
+
+        import torch
+        from ray.rllib.core import DEFAULT_MODULE_ID
+        from ray.rllib.core.rl_module.rl_module import RLModule
+
+        from ragen_rllib.engines.base import SamplingConfig
+        from ragen_rllib.evaluation import MODULE_IN_CHECKPOINT
+
+        def digest(state):
+            h = hashlib.sha256()
+            for name in sorted(state):
+                h.update(name.encode() + state[name].detach().float().cpu().numpy().tobytes())
+            return h.hexdigest()
+
+        module = next(iter(algorithm.learner_group.foreach_learner(
+            lambda learner: learner.module[DEFAULT_MODULE_ID].unwrapped()))).get()
+        stored = RLModule.from_checkpoint(_Path(algorithm.restored_from, *MODULE_IN_CHECKPOINT))
+        prompt = [1, 2, 3, 4, 5]
+        with torch.no_grad():
+            greedy = module.lm.generate(torch.tensor([prompt]), max_new_tokens=6, do_sample=False)[0, 5:].tolist()
+        engine = algorithm.env_runner_group.foreach_env_runner(
+            lambda r: list(r.engine.generate([prompt], SamplingConfig(temperature=0.0, max_tokens=6))[0].token_ids),
+            local_env_runner=False)[0]
+        record = {"from": algorithm.restored_from, "learner": digest(module.hf_state_dict()),
+                  "checkpoint": digest(stored.hf_state_dict()), "greedy": greedy, "engine": engine,
+                  "round": algorithm._round, "step": algorithm._step, "iteration": algorithm.iteration}
+        (_Path(str(probe_dir)) / f"{uuid.uuid4().hex}.json").write_text(_json.dumps(record))
+
+    config = RagenConfig.from_yaml(_write(tmp_path, {**BASE, "evaluation": {"evaluation_interval": 0}}))
+    config.callbacks(on_checkpoint_loaded=probe)
+    config.tune_settings = {}
+    config, _ = apply_param_space(config, {"training.lr": {"grid_search": [1e-3, 2e-3]}})
+    scheduler = make_scheduler({"type": "pbt", "perturbation_interval": 2, "quantile_fraction": 0.5, "synch": True,
+                                "hyperparam_mutations": {"training.lr": [1e-3, 2e-3, 4e-3]}},
+                               "time_total_s", "max", config)
+    tuner = tune.Tuner(Ragen, param_space=config, tune_config=tune.TuneConfig(scheduler=scheduler),
+                       run_config=tune.RunConfig(storage_path=str(tmp_path), name="pbt",
+                                                 stop={"training_iteration": 4}, verbose=0,
+                                                 checkpoint_config=tune.CheckpointConfig(checkpoint_frequency=1)))
+    assert not tuner.fit().errors
+    records = [json.loads(p.read_text()) for p in probe_dir.glob("*.json")]
+    assert records, "no PBT exploit happened"
+    for r in records:
+        assert r["learner"] == r["checkpoint"]  # the donor's weights, exactly
+        assert r["engine"] == r["greedy"] and r["engine"]  # the engine generates with them
+        assert r["step"] == r["round"] == r["iteration"] >= 1  # the seed schedule travels with the checkpoint
+
+
+def _write(tmp_path, tree):
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(tree))
+    return path

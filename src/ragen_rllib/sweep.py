@@ -27,6 +27,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from ray import tune
+
 from ragen_rllib.algorithms.ragen import keys as K
 
 TRIALS, RECORD, TABLE = "trials", "sweep.json", "sweep.md"
@@ -139,13 +141,11 @@ def plot(rows: list[dict[str, Any]], space: Mapping[str, Any], path: Path) -> Pa
 def sweep(config_path: str | Path | None, overrides: list[str], resume: str | Path | None = None,
           log: Callable[[str], None] = print) -> Path:
     """Run (or resume) the sweep; returns the sweep directory."""
-    from ray import tune
-
-    from ragen_rllib import RagenConfig, init_ray
+    from ragen_rllib import RagenConfig
     from ragen_rllib.algorithms.ragen.ragen import Ragen
-    from ragen_rllib.loggers import logger_callbacks, logger_env
+    from ragen_rllib.loggers import logger_callbacks
     from ragen_rllib.sweep_space import apply_param_space, make_scheduler
-    from ragen_rllib.training_run import add_shipped_paths
+    from ragen_rllib.training_run import absolute_model, ray_kwargs_of, start_ray
 
     if resume is not None:
         out = Path(resume)
@@ -162,26 +162,20 @@ def sweep(config_path: str | Path | None, overrides: list[str], resume: str | Pa
     if not space:
         raise ValueError("the config's tune.param_space is empty: name at least one key to sweep")
     metric, mode = settings.get("metric", DEFAULT_METRIC), settings.get("mode", "max")
-    ray_kwargs = {"log_to_driver": False, **dict(run.get("ray_init") or {})}
-    add_shipped_paths(ray_kwargs)
+    ray_kwargs = ray_kwargs_of(run)
     config.tune_settings = {}  # the raw YAML space would read as a second grid_search to Tune
     config, sample = apply_param_space(config, space)
     sample.validate()  # one point of the space, checked whole, before any trial starts
     scheduler = make_scheduler(settings.get("scheduler"), metric, mode, sample)
-    model = Path(sample.model_name)
-    if model.exists():  # trials run in other processes: a local model directory becomes absolute
-        config.rl_module(model_config={**config.model_config, "model": str(model.resolve())})
+    absolute_model(config, sample.model_name)
     out.mkdir(parents=True, exist_ok=True)
     if resume is None:  # the composed file, with the command line's overrides, for --resume
         (out / "config.yaml").write_text(_with_overrides(config_path, overrides))
     loggers = list(run.get("loggers") or ["tensorboard"])
-    env = {"RAY_CHDIR_TO_TRIAL_DIR": os.environ.get("RAY_CHDIR_TO_TRIAL_DIR", "0"), **logger_env(loggers, out)}
-    os.environ.update(env)
     os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
     os.environ.setdefault("TUNE_DISABLE_STRICT_METRIC_CHECKING", "1")  # validation runs every N iterations only
-    runtime_env = dict(ray_kwargs.get("runtime_env") or {})
-    ray_kwargs["runtime_env"] = {**runtime_env, "env_vars": {**env, **(runtime_env.get("env_vars") or {})}}
-    init_ray(**ray_kwargs)
+    os.environ.setdefault("TUNE_GLOBAL_CHECKPOINT_S", "0")  # experiment state after every event: a kill loses little
+    start_ray(ray_kwargs, loggers, out)
     if resume is not None:
         tuner = tune.Tuner.restore(str((out / TRIALS).resolve()), trainable=Ragen, resume_unfinished=True,
                                    resume_errored=True)
@@ -191,7 +185,7 @@ def sweep(config_path: str | Path | None, overrides: list[str], resume: str | Pa
             scheduler=scheduler, num_samples=int(settings.get("num_samples", 1)),
             max_concurrent_trials=settings.get("max_concurrent_trials")), run_config=tune.RunConfig(
             name=TRIALS, storage_path=str(out.resolve()), stop=dict(run.get("stop") or {"training_iteration": 10}),
-            callbacks=logger_callbacks(loggers, out, project=out.name), verbose=1,
+            callbacks=[TrialLines(log), *logger_callbacks(loggers, out, project=out.name)], verbose=0,
             checkpoint_config=tune.CheckpointConfig(checkpoint_frequency=int(run.get("checkpoint_every") or 0),
                                                     checkpoint_at_end=True)))
     results = tuner.fit()
@@ -203,6 +197,27 @@ def sweep(config_path: str | Path | None, overrides: list[str], resume: str | Pa
     log(table(rows, space))
     log(f"sweep saved to {out}: {RECORD}, {TABLE}, {TRIALS}/")
     return out
+
+
+class TrialLines(tune.Callback):
+    """One line per trial iteration on the driver (the trial's name and the progress line of ``train``)."""
+
+    def __init__(self, log: Callable[[str], None]) -> None:
+        self.log = log
+
+    def __getstate__(self) -> dict:  # Tune pickles its callbacks with the experiment state
+        return {}
+
+    def __setstate__(self, state: dict) -> None:
+        self.log = print
+
+    def on_trial_result(self, iteration, trials, trial, result, **info) -> None:
+        from ragen_rllib.training_run import progress_line
+
+        self.log(f"{trial}: {progress_line(result)}")
+
+    def on_trial_complete(self, iteration, trials, trial, **info) -> None:
+        self.log(f"{trial}: done")
 
 
 def _with_overrides(config_path: str | Path, overrides: list[str]) -> str:

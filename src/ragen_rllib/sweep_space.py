@@ -128,6 +128,7 @@ def make_scheduler(spec: Mapping[str, Any] | None, metric: str, mode: str, confi
 
     spec = dict(spec or {"type": "fifo"})
     kind = spec.pop("type", "fifo")
+    check_metric(metric)
     if kind not in SCHEDULERS:
         raise ValueError(f"tune.scheduler.type={kind!r} is unknown; use one of {list(SCHEDULERS)}")
     if kind == "fifo":
@@ -147,3 +148,35 @@ def make_scheduler(spec: Mapping[str, Any] | None, metric: str, mode: str, confi
                          "1e-4]}}")
     spec.setdefault("time_attr", "training_iteration")
     return PopulationBasedTraining(metric=metric, mode=mode, hyperparam_mutations=mutations, **spec)
+
+
+#: top-level result keys a metric may name directly (Tune's and RLlib's)
+TOP_LEVEL = ("training_iteration", "time_total_s", "time_this_iter_s", "num_env_steps_sampled_lifetime",
+             "num_episodes_lifetime")
+ROLLOUT_ROOTS = ("env_runners", "evaluation/env_runners", "evaluation_before_training/env_runners")
+
+
+def rollout_metric_names() -> list[str]:
+    """The metric names a rollout reports (``result["env_runners"]`` and validation's)."""
+    from ragen_rllib.agent import episode as E
+    from ragen_rllib.agent.trajectory import Trajectory
+    from ragen_rllib.algorithms.ragen.rollout_metrics import rollout_metrics
+
+    one = Trajectory(env_id="x", group_id=0, seed=0, metrics={E.M_SUCCESS: 0.0})
+    return sorted(rollout_metrics([one], 1.0))
+
+
+def check_metric(metric: str) -> None:
+    """A scheduler's metric must be one a result reports: a top-level key, a rollout metric under
+    ``env_runners`` / ``evaluation/env_runners`` (optionally per tag), or a learner / timer path."""
+    if metric in TOP_LEVEL or metric.startswith(("learners/", "timers/")):
+        return
+    names = rollout_metric_names()
+    for root in ROLLOUT_ROOTS:
+        if metric.startswith(root + "/") and metric[len(root) + 1:].split("/")[-1] in names:
+            return
+    close = difflib.get_close_matches(metric, [f"{r}/{n}" for r in ROLLOUT_ROOTS for n in names], n=3)
+    raise ValueError(f"tune.metric={metric!r} is not reported by any result"
+                     + (f"; did you mean {close}?" if close else "")
+                     + f"; rollout metrics (under {list(ROLLOUT_ROOTS)}, or <root>/<tag>/<name>): {names}; "
+                     f"also {list(TOP_LEVEL)} and learners/... timers/...")

@@ -99,7 +99,7 @@ def last_checkpoint(run_dir: Path) -> Path:
 def train(config_path: str | Path | None, overrides: list[str], resume: str | Path | None = None,
           log: Callable[[str], None] = print) -> Path:
     """Train until ``run.stop`` (default: 10 iterations); returns the run directory."""
-    from ragen_rllib import RagenConfig, init_ray
+    from ragen_rllib import RagenConfig
 
     if resume is not None:
         run_dir = Path(resume)
@@ -114,23 +114,15 @@ def train(config_path: str | Path | None, overrides: list[str], resume: str | Pa
         run_dir = Path(config.run_settings.get("out_dir") or Path("runs") / Path(config_path).stem)
         checkpoint = None
     run = config.run_settings
-    ray_kwargs = {"log_to_driver": False, **dict(run.get("ray_init") or {})}  # actors' logs: Ray's log files
-    add_shipped_paths(ray_kwargs)
+    ray_kwargs = ray_kwargs_of(run)
     config.validate()  # every setting checked before any actor starts
-    model = Path(config.model_name)
-    if model.exists():  # a local model directory: absolute, since Tune's trial actor runs elsewhere
-        config.rl_module(model_config={**config.model_config, "model": str(model.resolve())})
+    absolute_model(config, config.model_name)
     loggers = check_loggers(run.get("loggers") or [n for n in DEFAULT_LOGGERS if find_spec("tensorboardX")])
     stop = dict(run.get("stop") or {"training_iteration": 10})
     every = int(run.get("checkpoint_every") or 0)
     run_dir.mkdir(parents=True, exist_ok=True)
     config.to_yaml(run_dir / CONFIG_FILE)
-    # relative paths in the config (e.g. env data files) keep meaning the driver's directory in the trial actor
-    env = {"RAY_CHDIR_TO_TRIAL_DIR": os.environ.get("RAY_CHDIR_TO_TRIAL_DIR", "0"), **logger_env(loggers, run_dir)}
-    os.environ.update(env)
-    runtime_env = dict(ray_kwargs.get("runtime_env") or {})
-    ray_kwargs["runtime_env"] = {**runtime_env, "env_vars": {**env, **(runtime_env.get("env_vars") or {})}}
-    init_ray(**ray_kwargs)
+    start_ray(ray_kwargs, loggers, run_dir)
     if checkpoint is not None:  # RLlib's documented way to start a Tune trial from a checkpoint
         config = config.copy(copy_frozen=False).callbacks(on_algorithm_init=RestoreFrom(checkpoint.resolve()))
         log(f"resumed from {checkpoint}")
@@ -195,6 +187,32 @@ class RunProgress(tune.Callback):
             link.unlink()
         link.symlink_to(Path(checkpoint.path).resolve(), target_is_directory=True)
         self.log(f"checkpoint {link}")
+
+
+def ray_kwargs_of(run: Mapping[str, Any]) -> dict[str, Any]:
+    """``ray.init``'s keyword arguments from a config's ``run.ray_init`` (actors' logs stay in Ray's log files
+    unless ``log_to_driver`` is set), with shipped modules made importable here (:func:`add_shipped_paths`)."""
+    kwargs = {"log_to_driver": False, **dict(run.get("ray_init") or {})}
+    add_shipped_paths(kwargs)
+    return kwargs
+
+
+def absolute_model(config, model_name: str) -> None:
+    """A local model directory as an absolute path: Tune's trial actors run in other processes."""
+    if Path(model_name).exists():
+        config.rl_module(model_config={**config.model_config, "model": str(Path(model_name).resolve())})
+
+
+def start_ray(ray_kwargs: dict[str, Any], loggers: list[str], out: Path) -> None:
+    """``init_ray`` with the environment the trials need, on the driver and in every Ray worker: relative paths
+    keep meaning the driver's directory (no chdir into trial directories), and the loggers' variables."""
+    from ragen_rllib import init_ray
+
+    env = {"RAY_CHDIR_TO_TRIAL_DIR": os.environ.get("RAY_CHDIR_TO_TRIAL_DIR", "0"), **logger_env(loggers, out)}
+    os.environ.update(env)
+    runtime_env = dict(ray_kwargs.get("runtime_env") or {})
+    ray_kwargs["runtime_env"] = {**runtime_env, "env_vars": {**env, **(runtime_env.get("env_vars") or {})}}
+    init_ray(**ray_kwargs)
 
 
 def add_shipped_paths(ray_kwargs: Mapping[str, Any]) -> None:

@@ -175,6 +175,7 @@ class Ragen(Algorithm):
     def restore_from_path(self, path, *args, **kwargs):
         super().restore_from_path(path, *args, **kwargs)
         self.sync_engine_weights()  # engines still hold the weights they had before the restore
+        self.restored_from = str(path)  # the last checkpoint loaded (a resume, a PBT exploit)
 
     # ------------------------------------------------------------------ validation
     @classmethod
