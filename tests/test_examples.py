@@ -150,3 +150,13 @@ def test_eval_and_view_example_writes_rollouts_and_a_page(tmp_path):
     assert len(lines) == 2 * 2 and all(json.loads(line)["turns"] for line in lines)
     page = (tmp_path / "rollouts.html").read_text()
     assert page.count('class="traj ') == 4 and "pass@2" in out
+
+
+@pytest.mark.slow
+def test_slip_rate_sweep_example_runs_each_slip_and_filter(tmp_path):
+    out = run("examples/slip_rate_sweep.py", "--model", "tiny:nano", "--slips", "0", "0.5", "--iterations", "1",
+              "--val-groups", "2", "--max-response-tokens", "16", "--out", str(tmp_path))
+    rows = [line for line in out.splitlines() if "->" in line and "%" in line]
+    assert len(rows) == 4, out[-2000:]
+    assert {tuple(r.split()[:2]) for r in rows} == {("0%", "filter"), ("0%", "nofilter"), ("50%", "filter"),
+                                                    ("50%", "nofilter")}

@@ -174,6 +174,10 @@ class Ragen(Algorithm):
     @override(Algorithm)
     def restore_from_path(self, path, *args, **kwargs):
         super().restore_from_path(path, *args, **kwargs)
+        # The restore may hand the runners a newer weights_seq_no (a PBT donor's, from its checkpoint) than this
+        # algorithm's counter: continue above every runner's, or the runners would ignore the sync as stale.
+        seqs = self.env_runner_group.foreach_env_runner(lambda runner: runner.weights_seq_no, local_env_runner=False)
+        self._weights_seq_no = max([self._weights_seq_no, *seqs])
         self.sync_engine_weights()  # engines still hold the weights they had before the restore
         self.restored_from = str(path)  # the last checkpoint loaded (a resume, a PBT exploit)
 
