@@ -153,10 +153,9 @@ def test_eval_and_view_example_writes_rollouts_and_a_page(tmp_path):
 
 
 @pytest.mark.slow
-def test_slip_rate_sweep_example_runs_each_slip_and_filter(tmp_path):
-    out = run("examples/slip_rate_sweep.py", "--model", "tiny:nano", "--slips", "0", "0.5", "--iterations", "1",
+def test_slip_rate_sweep_example_runs_filter_on_and_off(tmp_path):
+    out = run("examples/slip_rate_sweep.py", "--model", "tiny:nano", "--slips", "0.5", "--iterations", "1",
               "--val-groups", "2", "--max-response-tokens", "16", "--out", str(tmp_path))
     rows = [line for line in out.splitlines() if "->" in line and "%" in line]
-    assert len(rows) == 4, out[-2000:]
-    assert {tuple(r.split()[:2]) for r in rows} == {("0%", "filter"), ("0%", "nofilter"), ("50%", "filter"),
-                                                    ("50%", "nofilter")}
+    assert len(rows) == 2, out[-2000:]
+    assert {tuple(r.split()[:2]) for r in rows} == {("50%", "filter"), ("50%", "nofilter")}
