@@ -33,13 +33,13 @@ def main() -> None:
     args = p.parse_args()
 
     from ragen_rllib import RagenConfig
-    from ragen_rllib.evaluation import EvalEnv, evaluate, export_checkpoint, is_checkpoint
+    from ragen_rllib.evaluation import eval_envs, evaluate, export_checkpoint, is_checkpoint
     from ragen_rllib.viewer import write_view
 
     config = RagenConfig.from_yaml(args.config)
     if args.max_response_tokens:
         config.training(max_response_tokens=args.max_response_tokens)
-    envs = [EvalEnv(tag=t.tag, env_id=t.env, env_config=t.env_config, seed=t.seed) for t in config.val_tags]
+    envs = eval_envs(config)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="ragen-eval-") as tmp:

@@ -38,13 +38,13 @@ def _cmd_eval(args: argparse.Namespace) -> int:
 
     from ragen_rllib import RagenConfig
     from ragen_rllib.envs.loading import import_env_modules
-    from ragen_rllib.evaluation import EvalEnv, evaluate, export_checkpoint, is_checkpoint
+    from ragen_rllib.evaluation import eval_envs, evaluate, export_checkpoint, is_checkpoint
 
     config = RagenConfig.from_yaml(args.config, args.overrides)
     if config.env is None and not config.env_tags:
         raise ValueError(f"--config {args.config} names no environment (environment.env or environment.env_tags)")
     import_env_modules(config.env_modules)
-    envs = [EvalEnv(tag=t.tag, env_id=t.env, env_config=dict(t.env_config), seed=t.seed) for t in config.val_tags]
+    envs = eval_envs(config)
     with tempfile.TemporaryDirectory(prefix="ragen-eval-") as tmp:
         model = str(export_checkpoint(args.model, tmp)) if is_checkpoint(args.model) else args.model
         report = evaluate(model, envs, args.episodes, args.k, config.agent_config(),

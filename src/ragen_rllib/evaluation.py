@@ -38,6 +38,11 @@ class EvalEnv:
     seed: int | None = None
 
 
+def eval_envs(config) -> list[EvalEnv]:
+    """The envs a config validates on (its validation tags, else its training envs), each with its own seed."""
+    return [EvalEnv(tag=t.tag, env_id=t.env, env_config=dict(t.env_config), seed=t.seed) for t in config.val_tags]
+
+
 def is_checkpoint(path: str | Path) -> bool:
     """Whether ``path`` is an Algorithm checkpoint (else: a model id or directory)."""
     return Path(path, *MODULE_IN_CHECKPOINT).is_dir()

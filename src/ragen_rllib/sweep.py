@@ -35,17 +35,10 @@ TRIALS, RECORD, TABLE = "trials", "sweep.json", "sweep.md"
 DEFAULT_METRIC = f"evaluation/env_runners/{K.SUCCESS_RATE}"
 
 
-def _dig(node: Any, path: str) -> Any:
-    for part in path.split("/"):
-        if not isinstance(node, Mapping) or part not in node:
-            return None
-        node = node[part]
-    return node
-
-
 def swept_values(config: Mapping[str, Any], space: Mapping[str, Any]) -> dict[str, Any]:
     """The values a trial got for each swept key path (a variant by its ``name``)."""
     from ragen_rllib.sweep_space import VARIANT
+    from ragen_rllib.training_run import lookup
 
     out = {}
     for path in space:
@@ -54,7 +47,7 @@ def swept_values(config: Mapping[str, Any], space: Mapping[str, Any]) -> dict[st
             out[VARIANT] = variant.get("name", json.dumps(variant, sort_keys=True))
             continue
         _, _, rest = path.partition(".")
-        out[path] = _dig(config, rest.replace(".", "/"))
+        out[path] = lookup(config, rest.replace(".", "/"))
     return out
 
 
