@@ -96,23 +96,6 @@ def test_table_has_one_row_per_trial():
 
 
 @pytest.mark.slow
-def test_sweep_runs_a_two_trial_grid_from_a_config(ray_session, tmp_path, capsys):
-    from ragen_rllib.cli import main
-
-    cfg = tmp_path / "sweep.yaml"
-    cfg.write_text(yaml.safe_dump({**BASE, "run": {**BASE["run"], "out_dir": str(tmp_path / "out")}, "tune": {
-        "param_space": {"environment.env_config.success_rate": {"grid_search": [1.0, 0.5]}},
-        "max_concurrent_trials": 1}}))
-    assert main(["sweep", str(cfg)]) == 0
-    record = json.loads((tmp_path / "out" / "sweep.json").read_text())
-    rates = [r["environment.env_config.success_rate"] for r in record["trials"]]
-    assert sorted(rates) == [0.5, 1.0] and all(r["error"] is None for r in record["trials"])
-    assert all(0.0 <= r["validation_success"] <= 1.0 and r["iterations"] == 1 for r in record["trials"])
-    assert all(0.0 <= r["validation_success_before"] <= 1.0 for r in record["trials"])  # val_before_train
-    assert (tmp_path / "out" / "sweep.md").read_text().count("\n") == 4 and (tmp_path / "out" / "sweep.png").is_file()
-
-
-@pytest.mark.slow
 def test_asha_stops_the_worse_of_two_trials_early(ray_session, tmp_path):
     """ASHA, 2 trials one after the other, rungs at 1 and 2 iterations (reduction factor 2), on a metric that
     differs by construction (time, lower is better; the second trial writes 6x longer answers): the first runs
@@ -145,7 +128,7 @@ def test_a_sigkilled_sweep_resumes_without_rerunning_finished_trials(tmp_path):
     out = tmp_path / "out"
     cfg = tmp_path / "sweep.yaml"
     cfg.write_text(yaml.safe_dump({
-        **BASE, "evaluation": {"evaluation_interval": 0},
+        **BASE, "evaluation": {"evaluation_interval": 3},  # validation at the last iteration only
         "run": {"stop": {"training_iteration": 3}, "checkpoint_every": 1, "out_dir": str(out),
                 "ray_init": {"num_cpus": 2, "_temp_dir": str(root / ".cache" / "ray_sweep_kill")}},
         "tune": {"param_space": {"environment.env_config.success_rate": {"grid_search": [1.0, 0.5]}},
@@ -173,6 +156,10 @@ def test_a_sigkilled_sweep_resumes_without_rerunning_finished_trials(tmp_path):
     assert iters and all(int(line.split("iter")[1].split()[0]) >= 2 for line in iters)  # from a checkpoint
     record = json.loads((out / "sweep.json").read_text())
     assert [r["iterations"] for r in record["trials"]] == [3, 3]
+    # the sweep's record: one row per grid point, no errors, a table and a plot
+    assert sorted(r["environment.env_config.success_rate"] for r in record["trials"]) == [0.5, 1.0]
+    assert all(r["error"] is None and 0.0 <= r["validation_success"] <= 1.0 for r in record["trials"])
+    assert (out / "sweep.md").read_text().count("\n") == 4 and (out / "sweep.png").is_file()
 
 
 @pytest.mark.slow

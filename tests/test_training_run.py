@@ -31,9 +31,20 @@ def test_progress_line_shows_success_speed_phases_and_validation():
     assert "success -" in progress_line({"training_iteration": 1, "env_runners": {}})  # filtered-out step
 
 
-def test_resume_needs_a_checkpoint(tmp_path):
-    with pytest.raises(FileNotFoundError, match="no checkpoint under"):
+def test_resume_takes_the_newest_complete_checkpoint(tmp_path):
+    with pytest.raises(FileNotFoundError, match="no complete checkpoint under"):
         last_checkpoint(tmp_path)
+    links = tmp_path / "checkpoints"
+    for step, complete in ((1, True), (2, True), (3, False)):  # iteration 3: a link to a checkpoint never finished
+        target = tmp_path / "trials" / f"checkpoint_{step}"
+        target.mkdir(parents=True)
+        if complete:
+            (target / "rllib_checkpoint.json").write_text("{}")
+        links.mkdir(exist_ok=True)
+        (links / f"iter_{step:04d}").symlink_to(target, target_is_directory=True)
+    said = []
+    assert last_checkpoint(tmp_path, said.append) == links / "iter_0002"
+    assert said == [f"skipping {links / 'iter_0003'}: not a complete checkpoint (no rllib_checkpoint.json)"]
 
 
 @pytest.mark.parametrize("argv, message", [

@@ -88,12 +88,15 @@ def headline(result: Mapping[str, Any]) -> dict[str, Any]:
     return row
 
 
-def last_checkpoint(run_dir: Path) -> Path:
-    """The newest ``checkpoints/iter_NNNN`` of a run directory."""
-    found = sorted((run_dir / CHECKPOINTS).glob("iter_*"))
-    if not found:
-        raise FileNotFoundError(f"--resume {run_dir}: no checkpoint under {run_dir / CHECKPOINTS}")
-    return found[-1]
+def last_checkpoint(run_dir: Path, log: Callable[[str], None] = print) -> Path:
+    """The newest complete ``checkpoints/iter_NNNN`` of a run directory (one whose RLlib metadata file exists:
+    a link to a checkpoint that was never finished, or was deleted, is skipped and reported)."""
+    found = sorted((run_dir / CHECKPOINTS).glob("iter_*"), reverse=True)
+    for path in found:
+        if (path / "rllib_checkpoint.json").is_file():
+            return path
+        log(f"skipping {path}: not a complete checkpoint (no rllib_checkpoint.json)")
+    raise FileNotFoundError(f"--resume {run_dir}: no complete checkpoint under {run_dir / CHECKPOINTS}")
 
 
 def train(config_path: str | Path | None, overrides: list[str], resume: str | Path | None = None,
@@ -106,7 +109,7 @@ def train(config_path: str | Path | None, overrides: list[str], resume: str | Pa
         if not (run_dir / CONFIG_FILE).is_file():
             raise FileNotFoundError(f"--resume {run_dir}: not a run directory (no {CONFIG_FILE})")
         config = RagenConfig.from_yaml(run_dir / CONFIG_FILE, overrides)
-        checkpoint = last_checkpoint(run_dir)
+        checkpoint = last_checkpoint(run_dir, log)
     else:
         if config_path is None:
             raise ValueError("train needs a CONFIG file (or --resume RUN_DIR)")

@@ -145,3 +145,19 @@ def test_an_env_that_raises_in_step_ends_only_its_own_episode(chat, chatml_token
     eps = rollout(engine, chat, envs, [0, 0, 0], AgentConfig(max_turns=4), SamplingConfig(seed=7))
     assert [ep.error for ep in eps] == [None, "RuntimeError: env bug in step", None]
     assert [len(ep.turns) for ep in eps] == [3, 0, 3] and eps[1].done
+
+
+def test_a_nan_reward_or_a_failing_reset_ends_only_its_own_episode(chat, chatml_tokenizer, tmp_path):
+    from ragen_rllib.envs.fault_inject import FaultInjectEnv
+
+    (tmp_path / "nan").write_text("nan *")
+    (tmp_path / "reset").write_text("raise * reset")
+    nan = FaultInjectEnv(env_config={"size": 4}, trigger_file=str(tmp_path / "nan"))
+    bad_reset = FaultInjectEnv(env_config={"size": 4}, trigger_file=str(tmp_path / "reset"))
+    engine = ScriptedEngine(respond(chat, chatml_tokenizer, "Down"))
+    eps = rollout(engine, chat, [frozen_lake(), nan, bad_reset], [0, 0, 0], AgentConfig(max_turns=4),
+                  SamplingConfig(seed=7))
+    assert eps[0].error is None and len(eps[0].turns) == 3
+    assert eps[1].error.startswith("ValueError: the env returned a non-finite reward nan") and eps[1].turns == []
+    assert eps[2].error == "RuntimeError: injected fault in reset" and eps[2].done and eps[2].turns == []
+    assert engine.calls[0][0] == 2  # the episode whose reset failed never reaches the engine

@@ -88,6 +88,15 @@ def test_every_hyperparameter_is_typed_with_a_default_and_a_meaning():
     (lambda c: c.environment("ragen/FrozenLak-v0"),
      r"env='ragen/FrozenLak-v0' is not a registered gymnasium id \(did you mean 'ragen/FrozenLake-v0'"
      r".*ragen/Sokoban-v0"),
+    (lambda c: c.env_runners(num_env_runners=0), "num_env_runners=0 is invalid.*use num_env_runners >= 1"),
+    (lambda c: c.rl_module(model_config={"model": "/no/such/model"}),
+     r"model_config\['model'\]='/no/such/model' cannot be loaded: the directory '/no/such/model' does not exist"),
+    (lambda c: c.rl_module(model_config={"model": "tiny:huge"}), r"'tiny:huge' cannot be loaded: tiny preset 'huge'"),
+    (lambda c: c.environment("ragen/FrozenLake-v0", env_config={"size": 4, "slip": 0.2}),
+     r"env_config key 'slip' is not a parameter of 'ragen/FrozenLake-v0'.*'success_rate'.*drop or rename"),
+    (lambda c: c.environment(env_tags=[{"tag": "lake", "env": "ragen/FrozenLake-v0", "env_config": {"sise": 3},
+                                        "groups": 8}]),
+     r"env_config key 'sise'.*did you mean 'size'"),
     (lambda c: c.training(loss_agg_mode="nonsense"), "loss_agg_mode='nonsense'.*'token-mean'"),
     (lambda c: c.training(kl_type="k9"), "kl_type='k9'.*'k1', 'k2', 'k3', 'abs'"),
     (lambda c: c.training(filter_keep="middle"), "filter_keep='middle'.*largest"),
@@ -125,3 +134,15 @@ def test_config_round_trips_through_a_dict():
     c = tiny().training(adv_estimator="grpo", group_size=4, clip_high=0.3)
     back = RagenConfig.from_dict(c.to_dict())
     assert (back.adv_estimator, back.group_size, back.clip_high) == ("grpo", 4, 0.3)
+
+
+def test_model_dir_without_config_json_and_offline_hub_id_are_rejected(tmp_path, monkeypatch):
+    import huggingface_hub.constants
+
+    with pytest.raises(ValueError, match="has no config.json"):
+        tiny().rl_module(model_config={"model": str(tmp_path)}).validate()
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(tmp_path))  # an empty cache
+    with pytest.raises(ValueError, match="'Qwen/Qwen2.5-0.5B-Instruct' is neither a local directory nor in the "
+                                         "Hugging Face cache.*HF_HUB_OFFLINE=1"):
+        tiny().rl_module(model_config={"model": "Qwen/Qwen2.5-0.5B-Instruct"}).validate()

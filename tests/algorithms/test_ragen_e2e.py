@@ -167,21 +167,3 @@ def test_checkpoint_restore_gives_identical_weights_and_the_engines_use_them(ray
         assert runner_calls(restored, lambda r: r.weights_seq_no) == [restored._weights_seq_no]
     finally:
         restored.stop()
-
-
-def test_tune_runs_a_two_trial_grid_over_the_slip_rate(ray_session, tiny_config, tmp_path):
-    from ray import tune
-
-    from ragen_rllib import Ragen
-
-    config = tiny_config().environment(env_config={"size": 4, "success_rate": tune.grid_search([1.0, 0.5])})
-    tuner = tune.Tuner(Ragen, param_space=config,
-                       run_config=tune.RunConfig(storage_path=str(tmp_path), name="slip",
-                                                 stop={"training_iteration": 1}, verbose=0))
-    results = tuner.fit()
-    assert len(results) == 2 and not results.errors
-    rates = sorted(r.config["env_config"]["success_rate"] for r in results)
-    assert rates == [0.5, 1.0]
-    for r in results:
-        assert math.isfinite(r.metrics["env_runners"][K.SUCCESS_RATE])
-        assert math.isfinite(r.metrics["learners"][DEFAULT_MODULE_ID][K.POLICY_LOSS])

@@ -21,30 +21,38 @@ training: {adv_estimator: grpo, env_groups: 2, group_size: 2, minibatch_size: 4,
            engine_kwargs: {max_model_len: 1024}}
 evaluation: {evaluation_interval: 2}
 debugging: {seed: 0}
-run: {stop: {training_iteration: 2}, checkpoint_every: 1}
+run: {stop: {training_iteration: 3}, checkpoint_every: 1}
 """
 
 
-def test_train_checkpoints_and_resumes(ray_session, tmp_path, capsys):
+def test_train_checkpoints_and_resumes_exactly_after_a_kill(ray_session, tmp_path, capsys):
     cfg = tmp_path / "run.yaml"
     cfg.write_text(CONFIG)
-    out = tmp_path / "run"
-    assert main(["train", str(cfg), f"run.out_dir={out}", "run.loggers=[tensorboard,wandb,mlflow]"]) == 0
+    ref = tmp_path / "reference"  # uninterrupted: 3 iterations
+    assert main(["train", str(cfg), f"run.out_dir={ref}", "run.loggers=[tensorboard,wandb,mlflow]"]) == 0
     log = capsys.readouterr().out
-    assert log.count("success") == 2 and "validation" in log and "stopped: training_iteration=2 >= 2" in log
-    assert sorted(p.name for p in (out / "checkpoints").iterdir()) == ["iter_0001", "iter_0002"]
-    loggers_wrote(out)
-    rows = [json.loads(line) for line in (out / PROGRESS_FILE).read_text().splitlines()]
-    assert [r["iteration"] for r in rows] == [1, 2] and rows[1]["validation_success_rate"] is not None
+    assert log.count("success") == 3 and "validation" in log and "stopped: training_iteration=3 >= 3" in log
+    assert sorted(p.name for p in (ref / "checkpoints").iterdir()) == ["iter_0001", "iter_0002", "iter_0003"]
+    loggers_wrote(ref)
+    rows = [json.loads(line) for line in (ref / PROGRESS_FILE).read_text().splitlines()]
+    assert [r["iteration"] for r in rows] == [1, 2, 3] and rows[1]["validation_success_rate"] is not None
     assert rows[1]["num_env_steps_sampled_lifetime"] > rows[0]["num_env_steps_sampled_lifetime"] > 0
-    assert (out / CURVE_FILE).stat().st_size > 0
-    assert "tiny:nano" in (out / CONFIG_FILE).read_text()
+    assert (ref / CURVE_FILE).stat().st_size > 0
+    assert "tiny:nano" in (ref / CONFIG_FILE).read_text()
 
-    # resume: continues at iteration 3 from the last checkpoint, with a raised stop
-    assert main(["train", "--resume", str(out), "run.stop.training_iteration=3"]) == 0
+    # the same run in its own process, SIGKILLed (with its whole process group) once iteration 2 is checkpointed
+    out = tmp_path / "run"
+    killed_after = kill_once_checkpointed(cfg, out, "iter_0002")
+    # resume: continues at iteration 3 from the last complete checkpoint
+    assert main(["train", "--resume", str(out)]) == 0
     log = capsys.readouterr().out
-    assert "resumed from" in log and "resumed at iteration 2" in log and "iter    3" in log
-    assert [json.loads(line)["iteration"] for line in (out / PROGRESS_FILE).read_text().splitlines()] == [1, 2, 3]
+    assert f"resumed from {out / 'checkpoints' / killed_after}" in log and "iter    3" in log
+    rows_resumed = {json.loads(line)["iteration"]: json.loads(line)
+                    for line in (out / PROGRESS_FILE).read_text().splitlines()}
+    # iteration 3 is the uninterrupted run's: the same samples (metrics) and the same weights and optimizer state
+    same = ("success_rate", "episode_return_mean", "action_valid_rate", "num_env_steps_sampled_lifetime")
+    assert {k: rows_resumed[3][k] for k in same} == {k: rows[2][k] for k in same}
+    assert_same_learner_state(ref / "checkpoints" / "iter_0003", out / "checkpoints" / "iter_0003")
 
     # export: a Hugging Face directory whose greedy tokens equal the checkpoint's policy, in transformers and vLLM
     checkpoint = out / "checkpoints" / "iter_0003"
@@ -69,6 +77,54 @@ def test_train_checkpoints_and_resumes(ray_session, tmp_path, capsys):
     assert dom.count('data-shown="1"') == 6 and '<span id="shown-count">6</span>' in dom
 
 
+def kill_once_checkpointed(cfg, out, name):
+    """Run ``ragen-rllib train`` in a new process group; SIGKILL the group as soon as ``checkpoints/<name>``
+    exists. Returns the newest checkpoint's name at that moment."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    proc = subprocess.Popen([sys.executable, "-m", "ragen_rllib.cli", "train", str(cfg), f"run.out_dir={out}"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.time() + 300
+    while not (out / "checkpoints" / name).exists():
+        assert proc.poll() is None, f"the training process ended ({proc.returncode}) before {name}"
+        assert time.time() < deadline, f"no {name} within 300 s"
+        time.sleep(0.1)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    return sorted(p.name for p in (out / "checkpoints").iterdir())[-1]
+
+
+def assert_same_learner_state(a, b):
+    """Two checkpoints' module weights and optimizer state are equal, array for array."""
+    import pickle
+
+    import numpy as np
+
+    def arrays(path):
+        learner = path.resolve() / "learner_group" / "learner"
+        state = {"module": pickle.loads((learner / "rl_module" / "default_policy" / "module_state.pkl").read_bytes()),
+                 "learner": pickle.loads((learner / "state.pkl").read_bytes())}
+        flat = {}
+
+        def walk(node, key):
+            if isinstance(node, dict):
+                for k, v in node.items():
+                    walk(v, f"{key}/{k}")
+            elif isinstance(node, np.ndarray) or hasattr(node, "numpy"):
+                flat[key] = np.asarray(node)
+        walk(state, "")
+        return flat
+
+    left, right = arrays(a), arrays(b)
+    assert left.keys() == right.keys() and any("optim" in k for k in left) and len(left) > 10
+    differ = [k for k in left if not np.array_equal(left[k], right[k])]
+    assert differ == [], differ[:5]
+
+
 def headless_dom(page):
     """The page's DOM after its script ran, in headless Chromium (console errors fail the test)."""
     import shutil
@@ -90,14 +146,14 @@ def loggers_wrote(out):
     events = list((out / "trials").rglob("events.out.tfevents.*"))
     assert len(events) == 1
     steps = scalar_steps(events[0], "ray/tune/env_runners/success_rate")
-    assert steps == [1, 2]
+    assert steps == [1, 2, 3]
     import os
     from pathlib import Path
 
     runs = list(Path(os.environ["WANDB_DIR"]).rglob("offline-run-*"))  # the tests' W&B directory (conftest)
     assert any(run.stat().st_mtime > events[0].stat().st_mtime - 600 for run in runs)
     success = [f for f in (out / "mlruns").rglob("success_rate") if f.parts[-3:-1] == ("metrics", "env_runners")]
-    assert len(success) == 1 and len(success[0].read_text().splitlines()) == 2  # one line per iteration
+    assert len(success) == 1 and len(success[0].read_text().splitlines()) == 3  # one line per iteration
 
 
 def scalar_steps(path, tag):

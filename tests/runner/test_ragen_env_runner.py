@@ -11,7 +11,7 @@ from ragen_rllib.runner.ragen_env_runner import RagenEnvRunner
 
 
 class ExplodingEnv(gym.Env):
-    """Raises on reset (an env bug that takes the whole rollout down)."""
+    """Raises on reset (an env bug: each of its episodes ends as an error)."""
 
     instruction = "Say anything."
     action_names: list[str] = []
@@ -66,11 +66,11 @@ def test_an_env_that_raises_is_counted_and_never_escapes_sample():
     r = runner_for("tests/Exploding-v0")
     try:
         out = r.sample(step=0)
-        assert len(out) == 1 and "env bug" in out[0].error
+        assert len(out) == 4 and all(t.error == "RuntimeError: env bug" for t in out)
         driver = aggregated(r)
-        assert driver.peek("runner_errors_lifetime") == 1
-        assert r.sample(step=1)[0].error  # the runner keeps serving
-        assert aggregated(r, driver).peek("runner_errors_lifetime") == 2
+        assert driver.peek("runner_errors_lifetime") == 4
+        assert all(t.error for t in r.sample(step=1))  # the runner keeps serving
+        assert aggregated(r, driver).peek("runner_errors_lifetime") == 8
     finally:
         r.stop()
 
@@ -82,3 +82,31 @@ def test_weights_are_taken_in_order_and_stale_ones_are_refused(runner):
     assert runner.load_weights(state, 3) == 5  # a stale sync does not overwrite newer weights
     assert torch.equal(runner.engine.model.state_dict()["lm_head.weight"], bumped["lm_head.weight"])
     assert runner.get_state()["weights_seq_no"] == 5
+
+
+def test_a_lora_adapter_state_pushed_by_rllib_leaves_the_engine_alone(runner):
+    before = runner.engine.model.state_dict()["lm_head.weight"].clone()
+    seq = runner.weights_seq_no
+    adapter = {"lm.base_model.model.model.layers.0.self_attn.q_proj.lora_A.weight": torch.ones(2, 64)}
+    runner.set_state({"rl_module": {"default_policy": adapter}, "weights_seq_no": seq + 1})
+    assert torch.equal(runner.engine.model.state_dict()["lm_head.weight"], before) and runner.weights_seq_no == seq
+
+
+def test_a_dead_runners_block_samples_as_its_own_runner_would():
+    def make(index):
+        config = (RagenConfig().environment("ragen/FrozenLake-v0", env_config={"size": 4})
+                  .env_runners(num_env_runners=2).rl_module(model_config={"model": "tiny:nano"})
+                  .training(env_groups=2, group_size=2, max_turns=2, max_response_tokens=16, engine="hf")
+                  .debugging(seed=3))
+        return RagenEnvRunner(config=config, worker_index=index, num_workers=2)
+
+    first, second = make(1), make(2)
+    try:
+        own = second.sample(step=4)
+        stand_in = first.sample(step=4, block=1)  # runner 1 samples runner 2's groups
+        assert [t.group_id for t in stand_in] == [t.group_id for t in own] == [10009, 10009]
+        assert [t.response_ids for t in stand_in] == [t.response_ids for t in own]
+        assert [t.group_id for t in first.sample(step=4)] == [10008, 10008]  # its own block is untouched
+    finally:
+        first.stop()
+        second.stop()

@@ -47,16 +47,20 @@ class AgentEpisode:
     def __init__(self, env: gym.Env, chat: ChatFormat, cfg: AgentConfig, seed: int | None = None,
                  options: dict | None = None) -> None:
         self.env, self.chat, self.cfg, self.seed = env, chat, cfg, seed
-        self.state, _ = env.reset(seed=seed, options=options)
+        self.error: str | None = None  # set when the env raised (the episode is then not trained)
+        self.done = False
+        try:
+            self.state, _ = env.reset(seed=seed, options=options)
+        except Exception as err:  # an env bug in reset ends this episode only
+            self.state = ""
+            self.fail(err)
         base = env.unwrapped
         self.action_names: list[str] = list(getattr(base, "action_names", []))
         self.system = system_prompt(base.instruction, self.action_names, cfg)
         self.transcript = Transcript(chat, cfg, self.system)
         self.turns: list[TurnRecord] = []
         self.actions_left = cfg.max_actions_per_traj
-        self.done = False
         self.success = False
-        self.error: str | None = None  # set when stepping the env raised (the episode is then not trained)
 
     def user_text(self) -> str:
         """The user message of the coming turn."""

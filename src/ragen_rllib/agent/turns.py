@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import gymnasium as gym
@@ -46,6 +47,7 @@ def execute_turn(env: gym.Env, parsed: ParsedResponse, cfg: AgentConfig, actions
 
     Invalid action names were already dropped by the parser (the env never sees them); free-form
     answers go to the env, whose ``action_is_valid`` decides. ``state`` is the rendering before the turn.
+    A NaN or inf reward raises ValueError: the episode is then an env error, never trained on.
     """
     reward, executed, effective = 0.0, [], 0
     valid = parsed.format_ok and parsed.num_invalid == 0
@@ -54,6 +56,8 @@ def execute_turn(env: gym.Env, parsed: ParsedResponse, cfg: AgentConfig, actions
         if actions_left - len(executed) <= 0:
             break
         state, r, terminated, truncated, info = env.step(action)
+        if not math.isfinite(float(r)):  # ends the episode as an env error (rollout() catches it)
+            raise ValueError(f"the env returned a non-finite reward {r!r} for the action {action!r}")
         executed.append(action)
         reward += float(r)
         valid = valid and bool(info[ACTION_IS_VALID])

@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import difflib
 import importlib
+import inspect
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 import gymnasium as gym
+from gymnasium.envs.registration import load_env_creator
 
 
 def import_env_modules(modules: Iterable[str], key: str = "env_modules") -> None:
@@ -48,6 +50,38 @@ def resolve_env(env: str) -> str | type:
     raise ValueError(f"env={env!r} is not a registered gymnasium id{hint}; the built-in ones are {ours}; register "
                      "your own with gymnasium.register in a module named in environment.env_modules, or give an "
                      "import path 'my_pkg.envs:MyEnv'")
+
+
+#: Keyword arguments ``gymnasium.make`` takes itself (not passed to the env's constructor).
+_MAKE_KWARGS = frozenset({"max_episode_steps", "autoreset", "apply_api_compatibility", "disable_env_checker"})
+
+
+def check_env_config(env: str, env_config: Mapping[str, Any] | None) -> None:
+    """ValueError unless ``env`` resolves and takes every key of ``env_config`` (the parameters of its class
+    or creator; any key when it takes ``**kwargs``), naming the unknown key, the nearest valid ones and all."""
+    target = resolve_env(env)
+    if isinstance(target, type):
+        creator, preset = target, {}
+    else:
+        spec = gym.spec(target)
+        creator = spec.entry_point if callable(spec.entry_point) else load_env_creator(spec.entry_point)
+        preset = dict(spec.kwargs or {})
+    try:
+        params = inspect.signature(creator).parameters
+    except (TypeError, ValueError):  # a builtin or C creator: nothing to check against
+        return
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return
+    valid = {name for name, p in params.items()
+             if p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)} - {"self"}
+    valid |= set(preset) | _MAKE_KWARGS
+    for key in dict(env_config or {}):
+        if key not in valid:
+            close = difflib.get_close_matches(str(key), sorted(valid), n=3)
+            hint = f" (did you mean {', '.join(map(repr, close))}?)" if close else ""
+            name = getattr(creator, "__name__", str(creator))
+            raise ValueError(f"env_config key {key!r} is not a parameter of {env!r} ({name}){hint}; it takes "
+                             f"{sorted(valid - _MAKE_KWARGS)}: drop or rename the key")
 
 
 def make_env(env: str, env_config: Mapping[str, Any] | None = None) -> gym.Env:

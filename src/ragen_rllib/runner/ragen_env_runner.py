@@ -36,6 +36,7 @@ from ragen_rllib.algorithms.ragen.keys import RUNNER_ERRORS_LIFETIME
 from ragen_rllib.engines.base import SamplingConfig
 from ragen_rllib.envs.base import text_space
 from ragen_rllib.envs.loading import import_env_modules, make_env
+from ragen_rllib.envs.timeout import TimeLimitedEnv
 
 logger = logging.getLogger(__name__)
 
@@ -50,11 +51,14 @@ class RagenEnvRunner(EnvRunner):
         self.runner_index = max((self.worker_index or 1) - 1, 0)
         self.num_runners = max(self.num_workers or 0, 1)
         import_env_modules(cfg.env_modules)  # user envs register in this process too
-        self.train_slots = split_groups(cfg.train_tags, self.num_runners)[self.runner_index]  # groups it holds
-        self.val_slots = split_groups(cfg.val_tags, self.num_runners)[self.runner_index]
-        self.envs = [make_env(slot.tag.env, slot.tag.env_config)
-                     for slot in self.train_slots for _ in range(cfg.group_size)]
-        self._val_envs: list[gym.Env] | None = None  # built on the first validation
+        self._blocks = {False: split_groups(cfg.train_tags, self.num_runners),  # every runner's block of groups
+                        True: split_groups(cfg.val_tags, self.num_runners)}
+        self.train_slots = self._blocks[False][self.runner_index]  # the groups this runner holds
+        self.val_slots = self._blocks[True][self.runner_index]
+        # envs per (block, validation): its own training block now, the rest when first sampled (validation,
+        # or another runner's block re-sampled after that runner died)
+        self._envs: dict[tuple[int, bool], list[gym.Env]] = {}
+        self.envs = self._block_envs(self.runner_index, validation=False)
         self.engine = None
         self.chat = None
         self._weights_seq_no = 0
@@ -78,36 +82,57 @@ class RagenEnvRunner(EnvRunner):
         self.chat = ChatFormat(AutoTokenizer.from_pretrained(model), prefill=generation_prefill(self.agent_cfg))
 
     # ------------------------------------------------------------------ sampling
-    def group_seeds(self, step: int, validation: bool = False) -> list[int]:
-        """Env seed of each of this runner's groups at training step ``step`` (validation: fixed seeds)."""
+    def _make_env(self, slot) -> gym.Env:
+        env = make_env(slot.tag.env, slot.tag.env_config)
+        timeout = self.config.env_step_timeout_s
+        return env if timeout is None else TimeLimitedEnv(env, timeout)
+
+    def _block_envs(self, block: int, validation: bool) -> list[gym.Env]:
+        """The envs of ``block``'s groups (``group_size`` per group); an env stuck in a timed-out call is
+        replaced by a fresh one."""
+        slots = self._blocks[validation][block]
+        size = self.config.val_group_size if validation else self.config.group_size
+        envs = self._envs.get((block, validation))
+        if envs is None:
+            envs = self._envs[(block, validation)] = [self._make_env(slot) for slot in slots for _ in range(size)]
+        for i, env in enumerate(envs):
+            if getattr(env, "stuck", False):
+                envs[i] = self._make_env(slots[i // size])
+        return envs
+
+    def group_seeds(self, step: int, validation: bool = False, block: int | None = None) -> list[int]:
+        """Env seed of each group of ``block`` (default: this runner's own) at training step ``step``
+        (validation: fixed seeds)."""
         cfg = self.config
+        slots = self._blocks[validation][self.runner_index if block is None else block]
         if validation:
-            return [val_seed(slot, cfg.val_seed) for slot in self.val_slots]
-        return [train_seed(slot, step, cfg.env_groups, cfg.train_seed_base) for slot in self.train_slots]
+            return [val_seed(slot, cfg.val_seed) for slot in slots]
+        return [train_seed(slot, step, cfg.env_groups, cfg.train_seed_base) for slot in slots]
 
     @override(EnvRunner)
-    def sample(self, *, step: int = 0, validation: bool = False, **kwargs) -> list[Trajectory]:
-        """One multi-turn rollout over this runner's groups; never raises on model or env errors."""
+    def sample(self, *, step: int = 0, validation: bool = False, block: int | None = None,
+               **kwargs) -> list[Trajectory]:
+        """One multi-turn rollout over the groups of ``block`` (default: this runner's own; the driver hands
+        a dead runner's block to a healthy one); never raises on model or env errors."""
         cfg = self.config
+        block = self.runner_index if block is None else block
         size = cfg.val_group_size if validation else cfg.group_size
-        slots = self.val_slots if validation else self.train_slots
-        seeds = [s for s in self.group_seeds(step, validation) for _ in range(size)]
+        slots = self._blocks[validation][block]
+        seeds = [s for s in self.group_seeds(step, validation, block) for _ in range(size)]
         tags = [slot.tag.tag for slot in slots for _ in range(size)]
         # a group's id: its training seed (unique over steps); in validation its place in the list (tags may
         # share seeds)
         group_ids = seeds if not validation else [slot.index for slot in slots for _ in range(size)]
-        if validation and self._val_envs is None:
-            self._val_envs = [make_env(slot.tag.env, slot.tag.env_config) for slot in slots for _ in range(size)]
-        envs = self._val_envs if validation else self.envs
+        envs = self._block_envs(block, validation)
         sampling = SamplingConfig(
             temperature=cfg.val_temperature if validation else cfg.train_temperature,
             top_p=cfg.top_p, top_k=cfg.top_k, max_tokens=self.agent_cfg.max_response_tokens,
-            seed=None if cfg.seed is None else cfg.seed + step * 7919 + self.runner_index,
+            seed=None if cfg.seed is None else cfg.seed + step * 7919 + block,
         )
         start = time.perf_counter()
         try:
             episodes = rollout(self.engine, self.chat, envs, seeds, self.agent_cfg, sampling)
-        except Exception as err:  # an env bug or engine failure: count it, return nothing this time
+        except Exception as err:  # an engine failure: count it, return nothing this time
             logger.exception("rollout failed on env runner %s", self.worker_index)
             self.metrics.log_value(RUNNER_ERRORS_LIFETIME, 1, reduce="lifetime_sum")
             return [Trajectory(env_id=tags[0] if tags else str(cfg.env), group_id=-1, seed=-1, error=repr(err))]
@@ -172,7 +197,13 @@ class RagenEnvRunner(EnvRunner):
                 module_state = ray.get(module_state)
             module_state = module_state.get(DEFAULT_MODULE_ID, module_state)
             weights = {k[len("lm."):]: v for k, v in module_state.items() if k.startswith("lm.")}
-            self.load_weights(weights, int(state.get(WEIGHTS_SEQ_NO, 0)))
+            if any("lora_" in k for k in weights):
+                # a LoRA module's state is its adapter only, which an engine holding merged weights cannot
+                # take; Ragen pushes the merged weights itself after a build or restore (sync_engine_weights)
+                logger.debug("env runner %s: LoRA adapter state left to Ragen's merged weight sync",
+                             self.worker_index)
+            else:
+                self.load_weights(weights, int(state.get(WEIGHTS_SEQ_NO, 0)))
         if NUM_ENV_STEPS_SAMPLED_LIFETIME in state:
             self.num_env_steps_sampled_lifetime = state[NUM_ENV_STEPS_SAMPLED_LIFETIME]
 

@@ -28,6 +28,7 @@ AGENT_KEYS = tuple(f.name for f in fields(AgentConfig))
 ADV_ESTIMATORS = tuple(ESTIMATORS)  # the estimator table decides everything else about each one
 ENGINES = ("auto", "vllm", "hf")
 OLD_LOGPROBS_SOURCES = ("learner", "engine")
+RUNNER_FAILURE_MODES = ("resample", "train_on_rest")
 
 
 def _h(default: Any, meaning: str) -> Any:
@@ -145,6 +146,15 @@ class RagenHyperparams:
     engine_kwargs: dict[str, Any] = _h({}, (
         "extra keyword arguments of the engine (e.g. kv_cache_gib, gpu_memory_utilization)"))
 
+    # ---- fault tolerance
+    env_step_timeout_s: float | None = _h(60.0, (
+        "an env reset or step running longer ends its episode as an env error (the runner replaces the env); "
+        "None: no limit"))
+    on_runner_failure: str = _h('resample', (
+        "the groups of an env runner that died mid-sample: one of ('resample', 'train_on_rest') ('resample': "
+        "sampled again on the healthy runners in the same iteration; either way env_runners/groups_lost counts "
+        "them)"))
+
     # ---- agent layer (defaults and meanings: AgentConfig)
     max_turns: int = _agent("max_turns")
     max_actions_per_turn: int = _agent("max_actions_per_turn")
@@ -174,6 +184,7 @@ CHOICES: dict[str, tuple[Any, ...]] = {
     "loss_agg_mode": AGG_MODES,
     "lr_decay": LR_DECAYS,
     "engine": ENGINES,
+    "on_runner_failure": RUNNER_FAILURE_MODES,
     "context_mode": CONTEXT_MODES,
 }
 

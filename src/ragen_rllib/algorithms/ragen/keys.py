@@ -73,6 +73,7 @@ APPROX_KL = "approx_kl"
 CLIP_FRACTION = "clip_fraction"
 DUAL_CLIP_FRACTION = "dual_clip_fraction"  # share of trained tokens where the dual-clip cap (A < 0) was active
 GRAD_NORM = "grad_norm"
+SKIPPED_UPDATES = "skipped_updates"  # optimizer steps skipped because a loss or gradient was NaN or inf
 LR_MULTIPLIER = "lr_multiplier"  # the lr schedule's factor on the base learning rate this step
 TRAINING_STEP = "ragen_training_step"  # key of the timesteps dict the learners get: the 0-based training step
 KL_LOSS = "kl_loss"
@@ -89,6 +90,9 @@ IN_GROUP_REWARD_STD_MEAN = "in_group_reward_std_mean"
 GENERATED_TOKENS_PER_S = "generated_tokens_per_s"
 RUNNER_ERRORS = "runner_errors"  # this step's trajectories that hit an env/model error (handled in the runner)
 RUNNER_ERRORS_LIFETIME = "runner_errors_lifetime"  # such errors since the start, as the runners count them
+GROUPS_LOST = "groups_lost"  # env groups whose runner died mid-sample this step
+GROUPS_RESAMPLED = "groups_resampled"  # env groups sampled on a runner other than their own this step
+RUNNERS_RESTORED = "runners_restored"  # env runners restarted and handed the current weights before this step
 
 # ---- rollout filtering (result["learners"]["__all_modules__"] is RLlib's; these go under result["env_runners"])
 FILTER_KEPT_RATIO = "filter_kept_ratio"  # kept groups / groups

@@ -7,8 +7,11 @@ sync into every runner's generation engine (checked: a sync is never silently dr
 
 from __future__ import annotations
 
+import functools
+import logging
 import math
 import time
+from pathlib import Path
 
 import ray
 from ray.rllib.algorithms.algorithm import Algorithm
@@ -19,13 +22,18 @@ from ray.rllib.utils.metrics import ENV_RUNNER_RESULTS, LEARNER_RESULTS, TIMERS
 
 from ragen_rllib.algorithms.ragen import keys as K
 from ragen_rllib.algorithms.ragen.batch import build_batch, padding_fraction
+from ragen_rllib.algorithms.ragen.checkpoint_io import write_atomically
 from ragen_rllib.algorithms.ragen.early_stop import EarlyStopper
+from ragen_rllib.algorithms.ragen.env_tags import split_groups
 from ragen_rllib.algorithms.ragen.ragen_config import RagenConfig
 from ragen_rllib.algorithms.ragen.reward_shaping import shape_rewards
 from ragen_rllib.algorithms.ragen.rollout_filter import filter_trajectories, varied_groups
 from ragen_rllib.algorithms.ragen.rollout_metrics import rollout_metrics
+from ragen_rllib.algorithms.ragen.runner_failures import assign_blocks
 
 __all__ = ["Ragen", "RagenConfig"]
+
+logger = logging.getLogger(__name__)
 
 
 class WeightSyncError(RuntimeError):
@@ -142,34 +150,92 @@ class Ragen(Algorithm):
         return sampled, kept, seconds, metrics
 
     def _sample(self, step: int, validation: bool):
-        """One rollout on every env runner (at most ``sample_timeout_s``); the runners' own metrics (RLlib's
-        step counters, error counts) go into ``result["env_runners"]``."""
-        start, timeout = time.perf_counter(), self.config.sample_timeout_s
-        results = self.env_runner_group.foreach_env_runner(
-            lambda runner: (runner.sample(step=step, validation=validation), runner.get_metrics()),
-            local_env_runner=False, timeout_seconds=timeout)
-        expected = self.env_runner_group.num_healthy_remote_workers()
-        if len(results) < expected:
-            raise TimeoutError(f"{expected - len(results)} of {expected} env runners sent no rollout within "
-                               f"sample_timeout_s={timeout}; raise it with .env_runners(sample_timeout_s=...)")
-        self.metrics.aggregate([metrics for _, metrics in results], key=ENV_RUNNER_RESULTS)
-        trajectories = [t for per_runner, _ in results for t in per_runner]
+        """One rollout of every block of env groups (at most ``sample_timeout_s`` per round). A runner that dies
+        mid-sample loses its block: with ``on_runner_failure="resample"`` it is sampled again on the healthy
+        runners in this call (counted in ``groups_lost`` and ``groups_resampled``); when no runner is healthy,
+        Ray's restarts are awaited for up to ``env_runner_health_probe_timeout_s``. The runners' own metrics
+        (RLlib's step counters, error counts) go into ``result["env_runners"]``."""
+        cfg, group = self.config, self.env_runner_group
+        start, timeout = time.perf_counter(), cfg.sample_timeout_s
+        sizes = [len(block) for block in split_groups(cfg.val_tags if validation else cfg.train_tags,
+                                                      cfg.num_env_runners)]
+        pending, sampled, metrics, lost, resampled = list(range(cfg.num_env_runners)), {}, [], 0, 0
+        retry = False  # whether this round samples groups lost in an earlier one
+        while pending:
+            if not group.healthy_env_runner_ids():  # all down (e.g. their node died): await Ray's restarts
+                deadline = time.monotonic() + cfg.env_runner_health_probe_timeout_s
+                while not self.restore_env_runners(group) and time.monotonic() < deadline:
+                    time.sleep(1.0)
+            plan = assign_blocks(pending, group.healthy_env_runner_ids())
+            ids = list(plan)
+            results = group.foreach_env_runner(
+                [functools.partial(_sample_blocks, step=step, validation=validation, blocks=plan[i]) for i in ids],
+                remote_worker_ids=ids, local_env_runner=False, timeout_seconds=timeout)
+            for per_block, runner_metrics in results:
+                sampled.update(per_block)
+                metrics.append(runner_metrics)
+            if retry:
+                resampled += sum(sizes[b] for b in pending if b in sampled)
+            missing = [b for b in pending if b not in sampled]
+            healthy = group.healthy_env_runner_ids()
+            late = [i for i in ids if i in healthy and any(b in missing for b in plan[i])]
+            if late:  # alive but silent: a timeout, not a failure
+                raise TimeoutError(f"env runner(s) {late} sent no rollout within sample_timeout_s={timeout}; raise "
+                                   "it with .env_runners(sample_timeout_s=...)")
+            lost += sum(sizes[b] for b in missing)
+            pending, retry = (missing if cfg.on_runner_failure == "resample" else []), True
+        self.metrics.aggregate(metrics, key=ENV_RUNNER_RESULTS)
+        if not validation:
+            self.metrics.log_dict({K.GROUPS_LOST: float(lost), K.GROUPS_RESAMPLED: float(resampled)},
+                                  key=ENV_RUNNER_RESULTS, window=1)
+        trajectories = [t for block in sorted(sampled) for t in sampled[block]]
         return trajectories, time.perf_counter() - start
 
     # ------------------------------------------------------------------ weights
     def sync_engine_weights(self) -> int:
         """Push the learner's weights (HF names, model dtype) into every runner's engine; verify the seq no."""
-        results = self.learner_group.foreach_learner(
-            lambda learner: learner.module[DEFAULT_MODULE_ID].unwrapped().hf_state_dict(),
-            remote_actor_ids=None if self.learner_group.is_local else [0])
-        weights = next(iter(results)).get()  # every DDP learner holds the same weights: take the first
         self._weights_seq_no += 1
-        seq, ref = self._weights_seq_no, ray.put(weights)
-        got = self.env_runner_group.foreach_env_runner(lambda runner: runner.load_weights(ref, seq),
-                                                       local_env_runner=False)
+        seq = self._weights_seq_no
+        got = self._push_weights(seq)
         if any(g != seq for g in got) or len(got) != self.env_runner_group.num_healthy_remote_workers():
             raise WeightSyncError(f"weight sync {seq} not taken by every env runner: they report {got}")
         return seq
+
+    def _push_weights(self, seq: int, runner_ids: list[int] | None = None) -> list[int]:
+        """The first learner's weights into the engines of ``runner_ids`` (default: all) under ``seq``; returns
+        the runners' seq nos."""
+        results = self.learner_group.foreach_learner(
+            lambda learner: learner.module[DEFAULT_MODULE_ID].unwrapped().hf_state_dict(),
+            remote_actor_ids=None if self.learner_group.is_local else [0])
+        ref = ray.put(next(iter(results)).get())  # every DDP learner holds the same weights: take the first
+        return self.env_runner_group.foreach_env_runner(lambda runner: runner.load_weights(ref, seq),
+                                                        remote_worker_ids=runner_ids, local_env_runner=False)
+
+    @override(Algorithm)
+    def restore_env_runners(self, env_runner_group) -> list[int]:
+        # RLlib's hook for custom EnvRunners (it runs before every training_step). Its default sends a restarted
+        # runner the learners' RLModule state through the env-to-module connectors; a Ragen runner needs the
+        # learner's current weights in its engine, under the current weights_seq_no, before it samples.
+        restored = env_runner_group.probe_unhealthy_env_runners()
+        if restored:
+            self._counters["total_num_restored_workers"] += len(restored)
+            got = self._push_weights(self._weights_seq_no, restored)
+            if any(g != self._weights_seq_no for g in got):
+                raise WeightSyncError(f"restored env runners {restored} report weights {got}, not "
+                                      f"{self._weights_seq_no}")
+            logger.warning("env runner(s) %s restarted and took weights %s", restored, self._weights_seq_no)
+        self.metrics.log_value((ENV_RUNNER_RESULTS, K.RUNNERS_RESTORED), float(len(restored)), reduce="sum")
+        return restored
+
+    @override(Algorithm)
+    def save_to_path(self, path=None, *, state=None, filesystem=None, use_msgpack=False) -> str:
+        """RLlib's checkpoint, written atomically on a local file system: into a sibling temp directory,
+        then renamed onto ``path``. A process killed mid-save leaves ``path`` as it was (absent or the previous
+        checkpoint), never half-written."""
+        if path is None or filesystem is not None:  # a new temp dir, or a remote file system: RLlib's own way
+            return super().save_to_path(path, state=state, filesystem=filesystem, use_msgpack=use_msgpack)
+        return write_atomically(Path(path), lambda tmp: super(Ragen, self).save_to_path(
+            tmp, state=state, use_msgpack=use_msgpack))
 
     @override(Algorithm)
     def restore_from_path(self, path, *args, **kwargs):
@@ -227,3 +293,8 @@ class Ragen(Algorithm):
         self._step = int(state.get("ragen_step", self._step))
         self._stopper.set_state(state.get("ragen_early_stop", {}))
         self._round = int(state.get("ragen_round", self._step))
+
+
+def _sample_blocks(runner, *, step: int, validation: bool, blocks: list[int]):
+    """On an env runner: ``{block: trajectories}`` for each block, and the runner's metrics."""
+    return {b: runner.sample(step=step, validation=validation, block=b) for b in blocks}, runner.get_metrics()

@@ -258,11 +258,20 @@ class RagenConfig(AlgorithmConfig, RagenHyperparams):
                 except ValueError as err:
                     self._value_error(f"RagenConfig: {err}")
 
+    def _validate_model(self) -> None:
+        from ragen_rllib.models.tiny import model_problem
+
+        name = self.model_name
+        problem = "it is empty" if not name else model_problem(name)
+        if problem:
+            self._value_error(f"RagenConfig: model_config['model']={name!r} cannot be loaded: {problem}. Pass a "
+                              "Hugging Face id, a local model directory or 'tiny:small'")
+
     def _validate_env(self) -> None:
         """Env modules import, every env resolves, tags parse, and groups split over the runners: here, before
         any runner tries (see :mod:`.env_tags` and :mod:`ragen_rllib.envs.loading`)."""
         from ragen_rllib.algorithms.ragen.env_tags import split_groups
-        from ragen_rllib.envs.loading import import_env_modules, resolve_env
+        from ragen_rllib.envs.loading import check_env_config, import_env_modules
 
         try:
             import_env_modules(self.env_modules)
@@ -270,7 +279,7 @@ class RagenConfig(AlgorithmConfig, RagenHyperparams):
                 raise ValueError("env=None: name an env with .environment('ragen/FrozenLake-v0') or env_tags")
             train, val = self.train_tags, self.val_tags
             for tag in (*train, *val):
-                resolve_env(tag.env)
+                check_env_config(tag.env, tag.env_config)
             if self.env_tags and sum(t.groups for t in train) != self.env_groups:
                 raise ValueError(f"env_groups={self.env_groups} disagrees with the env_tags' groups "
                                  f"({' + '.join(str(t.groups) for t in train)} = {sum(t.groups for t in train)}): "
@@ -295,6 +304,9 @@ class RagenConfig(AlgorithmConfig, RagenHyperparams):
             if why:
                 bad(key, why)
 
+        if self.num_env_runners < 1 and not self.in_evaluation:  # validation uses the training runners
+            bad("num_env_runners", "Ragen samples on remote env runners only (each holds whole env groups and one "
+                "engine; the driver loads no model): use num_env_runners >= 1")
         for key in ("env_groups", "group_size", "val_env_groups", "val_group_size", "minibatch_size", "num_epochs",
                     "micro_batch_size"):
             value = getattr(self, key)
@@ -350,9 +362,7 @@ class RagenConfig(AlgorithmConfig, RagenHyperparams):
             bad("train_temperature", "use a temperature > 0 for training rollouts (log-probs need sampling)")
         self._validate_precision()
         self._validate_env()
-        if not self.model_name:
-            self._value_error("RagenConfig: model_config['model'] is empty: pass a Hugging Face id, a local "
-                              "directory or 'tiny:small'")
+        self._validate_model()
         try:
             self.agent_config()
         except ValueError as err:

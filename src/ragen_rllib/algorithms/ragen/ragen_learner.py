@@ -14,6 +14,7 @@ from __future__ import annotations
 import abc
 from typing import Any
 
+import numpy as np
 import torch
 from ray.rllib.core.learner.learner import Learner
 from ray.rllib.core.learner.training_data import TrainingData
@@ -59,6 +60,12 @@ class RagenLearner(Learner):
             raise ValueError("RagenLearner.update needs a prepared MultiAgentBatch (batch=...), not episodes")
         training_data.batch = self.prepare_batch(training_data.batch, kwargs.get("num_epochs", 1),
                                                  kwargs.get("minibatch_size"))
+        if self.config.seed is not None:
+            # RLlib shuffles minibatches with the global numpy RNG (SampleBatch.shuffle), whose state no
+            # checkpoint holds: seeding it from the training step makes a resumed run shuffle exactly as the
+            # uninterrupted one did.
+            step = int((kwargs.get("timesteps") or {}).get(K.TRAINING_STEP, 0))
+            np.random.seed((int(self.config.seed) * 1_000_003 + step) % 2**32)
         return super().update(training_data=training_data, **kwargs)
 
     @abc.abstractmethod

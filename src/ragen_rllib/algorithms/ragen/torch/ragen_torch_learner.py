@@ -74,7 +74,8 @@ class RagenTorchLearner(RagenLearner, TorchLearner):
         The one private override of this package: RLlib has no public hook between the forward/backward and
         the optimizer step, and gradient accumulation needs exactly that. Each micro-batch's rows carry its
         loss weight in MICRO_WEIGHT (:func:`micro_batch_weights`), so the accumulated gradient equals the
-        whole minibatch's; with DDP only the last backward all-reduces. Metrics are the weighted sums.
+        whole minibatch's; with DDP only the last backward all-reduces. Metrics are the weighted sums. A NaN or
+        inf anywhere in the accumulated gradient skips the optimizer step (counted as ``skipped_updates``).
         """
         self._compute_off_policyness(batch)  # what TorchLearner._uncompiled_update logs first
         plans = {}
@@ -109,6 +110,13 @@ class RagenTorchLearner(RagenLearner, TorchLearner):
         for (mid, key), value in self._micro_metrics.items():
             self.metrics.log_value((mid, key), value, window=1)
         gradients = {pid: p.grad for pid, p in self._params.items() if p.grad is not None}
+        finite = all_finite(gradients.values())  # all-reduced already under DDP: every learner agrees
+        for mid in batch:
+            self.metrics.log_value((mid, K.SKIPPED_UPDATES), float(not finite), reduce="sum")
+        if not finite:  # a NaN or inf loss or gradient: skip this optimizer step, keep the weights
+            for optim in self._optimizer_parameters:
+                optim.zero_grad(set_to_none=True)
+            return fwd_out, loss_per_module, {}
         with contextlib.ExitStack() as stack:
             if self.config.num_learners > 1:
                 for mod in self.module.values():
@@ -155,3 +163,9 @@ class RagenTorchLearner(RagenLearner, TorchLearner):
             self.metrics.log_value((module_id, K.GRAD_NORM), norm.item(), window=1)
         return super().postprocess_gradients_for_module(module_id=module_id, config=config,
                                                         module_gradients_dict=module_gradients_dict)
+
+
+def all_finite(tensors) -> bool:
+    """Whether every element of every tensor is finite (one device sync for all of them)."""
+    flags = [torch.isfinite(t).all() for t in tensors]
+    return bool(torch.stack(flags).all().item()) if flags else True
