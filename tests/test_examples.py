@@ -159,3 +159,18 @@ def test_slip_rate_sweep_example_runs_filter_on_and_off(tmp_path):
     rows = [line for line in out.splitlines() if "->" in line and "%" in line]
     assert len(rows) == 2, out[-2000:]
     assert {tuple(r.split()[:2]) for r in rows} == {("50%", "filter"), ("50%", "nofilter")}
+
+
+def test_gpu_check_runs_its_dry_run_on_cpu(tmp_path):
+    """benchmarks/gpu_check.py (for a CUDA machine without Ray or vLLM) runs its whole path on CPU."""
+    import json
+    import os
+
+    env = {**os.environ, "OUT": str(tmp_path)}
+    proc = subprocess.run([sys.executable, "benchmarks/gpu_check.py", "--dry-run"], cwd=ROOT, capture_output=True,
+                          text=True, timeout=300, env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    record = json.loads((tmp_path / "gpu_check_dry_run.json").read_text())
+    full, lora = record["runs"]
+    assert not full["lora"] and lora["lora"] and lora["trainable"] < full["trainable"] == full["parameters"]
+    assert all(r["trained_tokens_per_s"] > 0 for r in record["runs"]) and "full: 2 x 64" in proc.stdout

@@ -141,12 +141,27 @@ def test_two_runners_two_ddp_learners_train_in_lockstep(ray_session, tiny_config
         algo.stop()
 
 
-def test_checkpoint_restore_gives_identical_weights_and_the_engines_use_them(ray_session, tiny_config, tmp_path):
+def engine_gap(algo):
+    """Largest |engine log-prob - learner log-prob| over the probe tokens (the first runner's engine)."""
+    prompts, conts = probe(algo)
+    engine = runner_calls(algo, lambda r: r.engine.score(prompts, conts))[0]
+    learner = learner_scores(algo, prompts, conts)[0]
+    return max(abs(a - b) for x, y in zip(engine, learner) for a, b in zip(x, y))
+
+
+@pytest.mark.parametrize("lora", [None, {"r": 4, "lora_alpha": 8, "target_modules": ["q_proj", "v_proj"]}],
+                         ids=["full", "lora"])
+def test_checkpoint_restore_gives_identical_weights_and_the_engines_use_them(ray_session, tiny_config, tmp_path,
+                                                                             lora):
     from ray.rllib.algorithms.algorithm import Algorithm
 
-    algo = tiny_config().evaluation(evaluation_interval=1).build_algo()
+    config = tiny_config().evaluation(evaluation_interval=1)
+    config.rl_module(model_config={**config.model_config, "lora": lora})
+    algo = config.build_algo()
     try:
+        assert engine_gap(algo) < 1e-4  # after build (RLlib pushed the module state into the runners)
         algo.train()
+        assert engine_gap(algo) < 1e-4  # after an update and its sync: the engines sample the adapted weights
         saved = learner_weights(algo)[0]
         algo.save_to_path(str(tmp_path / "ckpt"))  # (with validation configured: no driver-side runner to save)
         algo.train()  # move on, so the restore has something to undo
@@ -158,10 +173,7 @@ def test_checkpoint_restore_gives_identical_weights_and_the_engines_use_them(ray
         weights = learner_weights(restored)[0]
         assert all(torch.equal(saved[k], weights[k]) for k in saved)
         # the engines generate with the restored weights, not the base model they loaded from disk
-        prompts, conts = probe(restored)
-        engine = runner_calls(restored, lambda r: r.engine.score(prompts, conts))[0]
-        learner = learner_scores(restored, prompts, conts)[0]
-        assert max(abs(a - b) for x, y in zip(engine, learner) for a, b in zip(x, y)) < 1e-4
+        assert engine_gap(restored) < 1e-4
         assert restored._step == 1
         assert_metrics(restored.train())
         assert runner_calls(restored, lambda r: r.weights_seq_no) == [restored._weights_seq_no]

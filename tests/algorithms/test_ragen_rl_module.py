@@ -134,3 +134,33 @@ def test_micro_batched_update_takes_the_same_step_as_one_pass():
     torch.testing.assert_close(params[2], params[0], atol=1e-4, rtol=1e-4)
     # Adam hides a gradient scale error in the step; the gradient norm does not
     assert metrics[1] == pytest.approx(metrics[0], rel=1e-4) and metrics[2] == pytest.approx(metrics[0], rel=1e-4)
+
+
+@pytest.mark.parametrize("variant", [{"logprob_chunk": 4}, {"logprob_chunk": 0, "gradient_checkpointing": True},
+                                     {"logprob_chunk": 3, "gradient_checkpointing": True,
+                                      "lora": {"r": 4, "lora_alpha": 8, "target_modules": ["q_proj", "v_proj"]}}])
+def test_chunked_logits_and_gradient_checkpointing_change_memory_not_results(variant):
+    """Every output and every gradient equals the plain full-logits pass of the same weights."""
+    lora = variant.get("lora")
+    plain = build(value_head=True, autocast=None, logprob_chunk=0, lora=lora)
+    other = build(value_head=True, autocast=None, **variant)
+    other.load_state_dict(plain.state_dict())
+    torch.manual_seed(0)
+    with torch.no_grad():
+        for module in (plain, other):  # a non-zero value head, the same in both
+            getattr(module, VALUE_HEAD).weight.copy_(torch.linspace(-1, 1, module.value_head.weight.numel())
+                                                     .view_as(module.value_head.weight))
+    ids = torch.randint(0, 1000, (2, 11))
+    outs, grads = [], []
+    for module in (plain, other):
+        module.train()
+        out = module.forward_train({K.INPUT_IDS: ids})
+        loss = out[K.LOGPROBS].sum() + 0.1 * out[K.ENTROPY].sum() + out[K.VALUES].pow(2).sum()
+        params = [p for p in module.parameters() if p.requires_grad]
+        outs.append(out)
+        grads.append(torch.autograd.grad(loss, params))
+    for key in (K.LOGPROBS, K.ENTROPY, K.VALUES):
+        torch.testing.assert_close(outs[1][key], outs[0][key], atol=1e-5, rtol=1e-5)
+    assert len(grads[0]) == len(grads[1]) > 0
+    for a, b in zip(*grads):  # equal up to float summation order (chunks sum the tied head's gradient in parts)
+        assert (b - a).norm() <= 1e-5 * a.norm() + 1e-7, ((b - a).norm(), a.norm())

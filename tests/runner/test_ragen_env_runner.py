@@ -110,3 +110,13 @@ def test_a_dead_runners_block_samples_as_its_own_runner_would():
     finally:
         first.stop()
         second.stop()
+
+
+def test_the_hf_engine_follows_the_runners_gpus(runner, monkeypatch):
+    import torch
+
+    from ragen_rllib.runner.ragen_env_runner import engine_device
+
+    assert runner.engine.device == "cpu" and engine_device(0) == "cpu"
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert engine_device(1) == "cuda" and engine_device(0.5) == "cuda" and engine_device(0) == "cpu"

@@ -69,15 +69,17 @@ class RagenEnvRunner(EnvRunner):
     def _build_engine(self) -> None:
         from transformers import AutoTokenizer
 
-        from ragen_rllib.engines.factory import make_engine
+        from ragen_rllib.engines.factory import make_engine, vllm_available
         from ragen_rllib.models.tiny import resolve_model
 
         model = resolve_model(self.config.model_name)
         mc = self.config.model_config or {}
         # "auto" reaches the engine, which resolves it on its own device like the learner's module does.
         kwargs = {"dtype": mc.get("dtype", "auto"), **dict(self.config.engine_kwargs or {})}
-        if self.config.engine in ("auto", "vllm"):
-            kwargs.setdefault("max_model_len", self.agent_cfg.max_model_len)
+        if self.config.engine == "vllm" or (self.config.engine == "auto" and vllm_available()):
+            kwargs.setdefault("max_model_len", self.agent_cfg.max_model_len)  # vLLM places itself on its GPU
+        else:
+            kwargs.setdefault("device", engine_device(self.config.num_gpus_per_env_runner))
         self.engine = make_engine(self.config.engine, model, **kwargs)
         self.chat = ChatFormat(AutoTokenizer.from_pretrained(model), prefill=generation_prefill(self.agent_cfg))
 
@@ -212,3 +214,10 @@ class RagenEnvRunner(EnvRunner):
         if self.engine is not None:
             self.engine.close()
             self.engine = None
+
+
+def engine_device(num_gpus: float) -> str:
+    """The HF engine's device: the GPU Ray gave this runner (``num_gpus_per_env_runner`` > 0), else the CPU."""
+    import torch
+
+    return "cuda" if num_gpus and torch.cuda.is_available() else "cpu"

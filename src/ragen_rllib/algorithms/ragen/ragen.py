@@ -13,7 +13,6 @@ import math
 import time
 from pathlib import Path
 
-import ray
 from ray.rllib.algorithms.algorithm import Algorithm
 from ray.rllib.core import DEFAULT_MODULE_ID
 from ray.rllib.policy.sample_batch import MultiAgentBatch, SampleBatch
@@ -30,6 +29,7 @@ from ragen_rllib.algorithms.ragen.reward_shaping import shape_rewards
 from ragen_rllib.algorithms.ragen.rollout_filter import filter_trajectories, varied_groups
 from ragen_rllib.algorithms.ragen.rollout_metrics import rollout_metrics
 from ragen_rllib.algorithms.ragen.runner_failures import assign_blocks
+from ragen_rllib.algorithms.ragen.weight_sync import ObjectStoreWeightSync, WeightSync
 
 __all__ = ["Ragen", "RagenConfig"]
 
@@ -42,6 +42,9 @@ class WeightSyncError(RuntimeError):
 
 class Ragen(Algorithm):
     """The StarPO trainer (see the module docstring)."""
+
+    #: how weights reach the engines (:mod:`.weight_sync`; a CUDA path would be another WeightSync)
+    weight_sync: WeightSync = ObjectStoreWeightSync()
 
     @classmethod
     @override(Algorithm)
@@ -202,14 +205,9 @@ class Ragen(Algorithm):
         return seq
 
     def _push_weights(self, seq: int, runner_ids: list[int] | None = None) -> list[int]:
-        """The first learner's weights into the engines of ``runner_ids`` (default: all) under ``seq``; returns
-        the runners' seq nos."""
-        results = self.learner_group.foreach_learner(
-            lambda learner: learner.module[DEFAULT_MODULE_ID].unwrapped().hf_state_dict(),
-            remote_actor_ids=None if self.learner_group.is_local else [0])
-        ref = ray.put(next(iter(results)).get())  # every DDP learner holds the same weights: take the first
-        return self.env_runner_group.foreach_env_runner(lambda runner: runner.load_weights(ref, seq),
-                                                        remote_worker_ids=runner_ids, local_env_runner=False)
+        """The first learner's weights into the engines of ``runner_ids`` (default: all) under ``seq``
+        (:attr:`weight_sync`); returns the runners' seq nos."""
+        return self.weight_sync.push(self.learner_group, self.env_runner_group, seq, runner_ids)
 
     @override(Algorithm)
     def restore_env_runners(self, env_runner_group) -> list[int]:

@@ -45,13 +45,12 @@ class RagenTorchLearner(RagenLearner, TorchLearner):
     def configure_optimizers_for_module(self, module_id: str, config=None) -> None:
         module = self._module[module_id]
         actor = [p for p in module.lm.parameters() if p.requires_grad]
-        self.register_optimizer(module_id=module_id, optimizer_name=ACTOR, optimizer=torch.optim.AdamW(actor),
+        self.register_optimizer(module_id=module_id, optimizer_name=ACTOR, optimizer=adamw(actor),
                                 params=actor, lr_or_lr_schedule=config.lr)
         if module.has_value_head:
             critic = list(module.value_head.parameters())
-            self.register_optimizer(module_id=module_id, optimizer_name=CRITIC,
-                                    optimizer=torch.optim.AdamW(critic), params=critic,
-                                    lr_or_lr_schedule=config.critic_lr)
+            self.register_optimizer(module_id=module_id, optimizer_name=CRITIC, optimizer=adamw(critic),
+                                    params=critic, lr_or_lr_schedule=config.critic_lr)
 
     # ------------------------------------------------------------------ before the minibatches
     @override(RagenLearner)
@@ -169,3 +168,10 @@ def all_finite(tensors) -> bool:
     """Whether every element of every tensor is finite (one device sync for all of them)."""
     flags = [torch.isfinite(t).all() for t in tensors]
     return bool(torch.stack(flags).all().item()) if flags else True
+
+
+def adamw(params: list[torch.nn.Parameter]) -> torch.optim.AdamW:
+    """AdamW, fused (one kernel per step, no parameter-sized temporaries: at 0.5B the unfused step's temporaries
+    were about 1 GiB of peak memory) where torch supports it for these parameters (CPU or CUDA floats)."""
+    fused = bool(params) and all(p.is_floating_point() and p.device.type in ("cpu", "cuda") for p in params)
+    return torch.optim.AdamW(params, fused=fused)

@@ -11,6 +11,13 @@
 - ``lora``: ``None`` or a dict of ``peft.LoraConfig`` arguments (``r``, ``lora_alpha``, ``target_modules``...).
 - ``value_head``: build a critic head (GAE); it never goes to env runners (``InferenceOnlyAPI``).
 - ``temperature``: sampling temperature the log-probs are computed at (so they match the engine's).
+- ``logprob_chunk``: positions per chunk of vocabulary-sized logits (default 256; ``0``/``None``: the whole
+  ``[B, T, V]`` at once). The learner computes token log-probs and entropies from the last hidden states a
+  chunk at a time, under activation checkpointing, so its memory scales with the hidden size, not the
+  vocabulary (:func:`ragen_rllib.logprobs.chunked_token_logprobs`; results equal the full pass). Models that
+  post-process logits (``final_logit_softcapping``) always take the full pass.
+- ``gradient_checkpointing``: ``True`` recomputes each transformer block's activations in backward
+  (Hugging Face's ``gradient_checkpointing_enable``): less memory for one more forward.
 - ``autocast``: ``"auto"`` (default) | ``"bfloat16"`` | ``None``/``"none"``: run the learner's forward passes
   under bf16 autocast (weights and optimizer state stay in ``dtype``; ~1.5-2x faster on CPUs with
   AMX/AVX512-BF16 and on GPUs). ``auto`` (:func:`ragen_rllib.precision.resolve_autocast`) picks bf16 only where
@@ -33,11 +40,13 @@ from ray.rllib.core.rl_module.torch import TorchRLModule
 from ray.rllib.utils.annotations import override
 
 from ragen_rllib.algorithms.ragen import keys as K
-from ragen_rllib.logprobs import gather_token_logprobs
+from ragen_rllib.logprobs import chunked_token_logprobs, gather_token_logprobs
 from ragen_rllib.rl.losses import entropy_from_logits
 
 VALUE_HEAD = "value_head"  # attribute (and state-dict prefix) of the critic head
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+#: positions per chunk of vocabulary-sized logits in the learner's passes (model_config["logprob_chunk"])
+DEFAULT_LOGPROB_CHUNK = 256
 
 
 class RagenTorchRLModule(TorchRLModule, InferenceOnlyAPI):
@@ -70,6 +79,13 @@ class RagenTorchRLModule(TorchRLModule, InferenceOnlyAPI):
 
             self.lm = get_peft_model(self.lm, LoraConfig(task_type="CAUSAL_LM", **self.lora))
         self.temperature = float(cfg.get("temperature", 1.0))
+        self.logprob_chunk = int(cfg.get("logprob_chunk", DEFAULT_LOGPROB_CHUNK) or 0)
+        if self.logprob_chunk and getattr(self.lm.config.get_text_config(), "final_logit_softcapping", None):
+            self.logprob_chunk = 0  # logits = lm_head(hidden) does not hold for it: the full pass
+        if cfg.get("gradient_checkpointing"):
+            self.lm.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+            if self.lora:
+                self.lm.enable_input_require_grads()  # checkpointed blocks need an input that requires grad
         #: Whether the entropy output carries gradients; the learner turns it off when entropy_coeff is 0,
         #: so the entropy is then a metric computed without autograd (saves ~15% of a CPU update).
         self.entropy_requires_grad = True
@@ -103,15 +119,25 @@ class RagenTorchRLModule(TorchRLModule, InferenceOnlyAPI):
         """Token log-probs (and values, entropy) of ``batch[INPUT_IDS]`` ``[B, T]``; all outputs ``[B, T]``."""
         ids = batch[K.INPUT_IDS].long()
         amp = self.autocast_dtype(ids.device)
+        entropy = kwargs.get("entropy", True)
         with torch.autocast(ids.device.type, dtype=amp or torch.bfloat16, enabled=amp is not None):
-            out = self.lm(input_ids=ids, output_hidden_states=self.has_value_head)
-        logits = out.logits
-        result = {K.LOGPROBS: gather_token_logprobs(logits, ids, self.temperature)}
-        if kwargs.get("entropy", True):
-            with torch.set_grad_enabled(torch.is_grad_enabled() and self.entropy_requires_grad):
-                result[K.ENTROPY] = _shifted_entropy(logits, self.temperature)
+            if self.logprob_chunk:  # logits a chunk of positions at a time (see chunked_token_logprobs)
+                base = self.lm.get_base_model() if self.lora else self.lm
+                hidden = base.get_decoder()(input_ids=ids).last_hidden_state
+                logp, ent = chunked_token_logprobs(hidden, base.get_output_embeddings(), ids, self.temperature,
+                                                   chunk=self.logprob_chunk, entropy=entropy,
+                                                   entropy_grad=self.entropy_requires_grad)
+                result = {K.LOGPROBS: logp}
+                if entropy:
+                    result[K.ENTROPY] = ent
+            else:
+                out = self.lm(input_ids=ids, output_hidden_states=self.has_value_head)
+                hidden = out.hidden_states[-1] if self.has_value_head else None
+                result = {K.LOGPROBS: gather_token_logprobs(out.logits, ids, self.temperature)}
+                if entropy:
+                    with torch.set_grad_enabled(torch.is_grad_enabled() and self.entropy_requires_grad):
+                        result[K.ENTROPY] = _shifted_entropy(out.logits, self.temperature)
         if self.has_value_head:
-            hidden = out.hidden_states[-1]
             head = getattr(self, VALUE_HEAD)
             result[K.VALUES] = head(hidden.to(head.weight.dtype)).squeeze(-1).float()
         return result

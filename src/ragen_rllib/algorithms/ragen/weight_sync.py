@@ -1,0 +1,48 @@
+"""How the learner's weights reach the env runners' engines: one interface, one implementation here.
+
+:class:`ObjectStoreWeightSync` (used on every machine today): the first learner takes its module's weights with
+Hugging Face names (LoRA merged in), on CPU, and puts them into Ray's object store itself, in its own process;
+the driver only passes the ObjectRef on, and every runner fetches the weights from the object store and loads
+them into its engine. No device tensor and no weight payload goes through the driver (with a local learner,
+``num_learners=0``, the learner is the driver process).
+
+A CUDA implementation would replace the object store by a direct path, as verl and SkyRL do:
+  - NCCL broadcast: a process group spanning learner rank 0 and every engine's GPU worker, created at build;
+    the engines receive into their model parameters through vLLM's ``worker_extension_cls`` and a collective
+    RPC, bucket by bucket (a few hundred MB each) so no full second copy is needed;
+  - CUDA IPC: when an engine shares the learner's GPU, IPC handles of the learner's tensors instead of a copy;
+  - either way the sync number (``weights_seq_no``) and the check that every runner took it stay as here.
+"""
+
+from __future__ import annotations
+
+import abc
+
+import ray
+from ray.rllib.core import DEFAULT_MODULE_ID
+
+
+class WeightSync(abc.ABC):
+    """Moves the learner's current weights into the engines of chosen env runners."""
+
+    @abc.abstractmethod
+    def push(self, learner_group, env_runner_group, seq: int, runner_ids: list[int] | None = None) -> list[int]:
+        """Load the weights into the engines of ``runner_ids`` (default: all healthy runners) under sync number
+        ``seq``; returns the sync number each runner reports afterwards."""
+
+
+def _put_weights(learner):
+    """In the learner's process: its weights (HF names, CPU tensors) into the object store; returns the ref."""
+    state = learner.module[DEFAULT_MODULE_ID].unwrapped().hf_state_dict()
+    return ray.put({name: tensor.cpu() for name, tensor in state.items()})
+
+
+class ObjectStoreWeightSync(WeightSync):
+    """Weights through Ray's object store, put by the learner itself (see the module docstring)."""
+
+    def push(self, learner_group, env_runner_group, seq: int, runner_ids: list[int] | None = None) -> list[int]:
+        results = learner_group.foreach_learner(_put_weights,
+                                                remote_actor_ids=None if learner_group.is_local else [0])
+        ref = next(iter(results)).get()  # every DDP learner holds the same weights: the first one's
+        return env_runner_group.foreach_env_runner(lambda runner: runner.load_weights(ref, seq),
+                                                   remote_worker_ids=runner_ids, local_env_runner=False)
