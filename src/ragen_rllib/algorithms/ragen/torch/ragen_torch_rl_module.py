@@ -11,11 +11,12 @@
 - ``lora``: ``None`` or a dict of ``peft.LoraConfig`` arguments (``r``, ``lora_alpha``, ``target_modules``...).
 - ``value_head``: build a critic head (GAE); it never goes to env runners (``InferenceOnlyAPI``).
 - ``temperature``: sampling temperature the log-probs are computed at (so they match the engine's).
-- ``logprob_chunk``: positions per chunk of vocabulary-sized logits (default 256; ``0``/``None``: the whole
-  ``[B, T, V]`` at once). The learner computes token log-probs and entropies from the last hidden states a
-  chunk at a time, under activation checkpointing, so its memory scales with the hidden size, not the
-  vocabulary (:func:`ragen_rllib.logprobs.chunked_token_logprobs`; results equal the full pass). Models that
-  post-process logits (``final_logit_softcapping``) always take the full pass.
+- ``logprob_chunk``: ``0``/``None``: the model's full ``[B, T, V]`` logits; a positive number (default 256):
+  token log-probs and entropies from the last hidden states without them
+  (:func:`ragen_rllib.logprobs.chunked_token_logprobs`; results equal the full pass): a linear LM head takes a
+  fused step over vocabulary slices, any other head goes ``logprob_chunk`` positions at a time under activation
+  checkpointing. Memory then scales with the hidden size, not the vocabulary. Models that post-process logits
+  (``final_logit_softcapping``) always take the full pass.
 - ``gradient_checkpointing``: ``True`` recomputes each transformer block's activations in backward
   (Hugging Face's ``gradient_checkpointing_enable``): less memory for one more forward.
 - ``autocast``: ``"auto"`` (default) | ``"bfloat16"`` | ``None``/``"none"``: run the learner's forward passes
