@@ -7,7 +7,9 @@ new node is removed too, with no replacement: the next iteration fails with a cl
 
 import json
 import sys
+import tempfile
 import time
+from pathlib import Path
 
 import ray
 from ray.cluster_utils import Cluster
@@ -21,6 +23,7 @@ def node_of(algo):
 
 
 def main(temp_dir: str) -> None:
+    Path(tempfile.gettempdir(), "ray").mkdir(parents=True, exist_ok=True)  # Ray writes the cluster address there
     cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 0, "temp_dir": temp_dir})
     second = cluster.add_node(num_cpus=2)
     ray.init(address=cluster.address, log_to_driver=False)
