@@ -90,12 +90,8 @@ def chunked_token_logprobs(
     steps = input_ids.shape[1] - 1
     grad = torch.is_grad_enabled() and (hidden.requires_grad or any(p.requires_grad for p in head.parameters()))
     if linear and steps > 0:  # every position at once, the vocabulary in slices (see _LinearLogprobs)
-        h, targets = hidden[:, :steps], input_ids[:, 1:]
-        if grad:
-            picked, ent = _LinearLogprobs.apply(h, head.weight, head.bias, targets, temp, entropy)
-        else:
-            with torch.no_grad():
-                picked, ent = _LinearLogprobs.forward(_NoCtx(), h, head.weight, head.bias, targets, temp, entropy)
+        picked, ent = _LinearLogprobs.apply(hidden[:, :steps], head.weight, head.bias, input_ids[:, 1:], temp,
+                                            entropy)  # without grad mode, autograd keeps nothing for backward
         pad = torch.nn.functional.pad
         ent_out = pad(ent if entropy_grad else ent.detach(), (1, 0), value=0.0) if entropy else None
         return pad(picked, (1, 0), value=0.0), ent_out
@@ -113,13 +109,6 @@ def chunked_token_logprobs(
     logp = pad(torch.cat(logps, dim=1) if logps else empty, (1, 0), value=0.0)
     ent = pad(torch.cat(ents, dim=1) if ents else empty, (1, 0), value=0.0) if entropy else None
     return logp, ent
-
-
-class _NoCtx:
-    """Stands in for autograd's ctx when the fused step runs without gradients."""
-
-    def save_for_backward(self, *tensors) -> None:
-        pass
 
 
 class _LinearLogprobs(torch.autograd.Function):
