@@ -119,11 +119,14 @@ def vllm_engine():
 
 
 @pytest.mark.slow
-def test_vllm_and_hf_agree_and_both_follow_new_weights(tok, prompts, vllm_engine):
+def test_vllm_and_hf_agree_and_both_follow_new_weights(tok, prompts, vllm_engine, monkeypatch):
     s = SamplingConfig(temperature=0, max_tokens=12)
     before = [g.token_ids for g in vllm_engine.generate(prompts, s)]
+    assert vllm_engine._in_process()  # the in-process engine core: tensors handed over, no copy
     for seed in (0, 1):
         state = perturbed_state(seed)
+        if seed == 1:  # the other payload: safetensors bytes, as for an engine core in another process
+            monkeypatch.setattr(vllm_engine, "_in_process", lambda: False)
         vllm_engine.load_weights(state)
         v = vllm_engine.generate(prompts, s)
         h = HFEngine(hf_model(state), tok).generate(prompts, s)

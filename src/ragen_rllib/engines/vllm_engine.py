@@ -107,7 +107,19 @@ class VLLMEngine:
             scores.append([float(steps[t][seq[t]].logprob) for t in range(len(prompt), len(seq))])
         return scores
 
+    def _in_process(self) -> bool:
+        """Whether the engine core (and its worker) runs in this process, so tensors can be handed over."""
+        from vllm.v1.engine.core_client import InprocClient
+
+        return isinstance(getattr(self.llm.llm_engine, "engine_core", None), InprocClient)
+
     def load_weights(self, state_dict: Mapping[str, torch.Tensor]) -> None:
+        """Load Hugging Face-named weights (any dtype: cast on load). In-process engines read the tensors
+        directly; others get one safetensors payload."""
+        if self._in_process():
+            self.llm.collective_rpc("ragen_reload_weights", args=(state_dict,))
+            self.llm.reset_prefix_cache()
+            return
         from safetensors.torch import save
 
         tensors, seen = {}, set()

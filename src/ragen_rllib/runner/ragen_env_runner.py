@@ -33,6 +33,7 @@ from ragen_rllib.agent.rollout import rollout
 from ragen_rllib.agent.trajectory import Trajectory
 from ragen_rllib.algorithms.ragen.env_tags import split_groups, train_seed, val_seed
 from ragen_rllib.algorithms.ragen.keys import RUNNER_ERRORS_LIFETIME
+from ragen_rllib.algorithms.ragen.weight_sync import unpack_weights
 from ragen_rllib.engines.base import SamplingConfig
 from ragen_rllib.envs.base import text_space
 from ragen_rllib.envs.loading import import_env_modules, make_env
@@ -159,11 +160,12 @@ class RagenEnvRunner(EnvRunner):
 
     # ------------------------------------------------------------------ weights
     def load_weights(self, weights: Any, seq_no: int) -> int:
-        """Load Hugging Face-named weights (a dict or an ObjectRef of one) into the engine; returns the seq no."""
+        """Load Hugging Face-named weights (a dict, a :func:`pack_weights` payload, or an ObjectRef of either) into
+        the engine; returns the seq no."""
         if isinstance(weights, ray.ObjectRef):
             weights = ray.get(weights)
         if seq_no == 0 or seq_no > self._weights_seq_no:
-            self.engine.load_weights(weights)
+            self.engine.load_weights(unpack_weights(weights))
             self._weights_seq_no = max(seq_no, self._weights_seq_no)
         return self._weights_seq_no
 

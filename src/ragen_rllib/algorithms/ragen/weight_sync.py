@@ -4,7 +4,9 @@
 Hugging Face names (LoRA merged in), on CPU, and puts them into Ray's object store itself, in its own process;
 the driver only passes the ObjectRef on, and every runner fetches the weights from the object store and loads
 them into its engine. No device tensor and no weight payload goes through the driver (with a local learner,
-``num_learners=0``, the learner is the driver process).
+``num_learners=0``, the learner is the driver process). The weights travel as flat byte arrays
+(:func:`pack_weights`): Ray hands numpy arrays to every reader without a copy (torch tensors are copied on
+``ray.get``), so a runner reads them straight from shared memory, and tied tensors are stored once.
 
 A CUDA implementation would replace the object store by a direct path, as verl and SkyRL do:
   - NCCL broadcast: a process group spanning learner rank 0 and every engine's GPU worker, created at build;
@@ -17,9 +19,15 @@ A CUDA implementation would replace the object store by a direct path, as verl a
 from __future__ import annotations
 
 import abc
+import warnings
+from collections.abc import Mapping
 
+import numpy as np
 import ray
+import torch
 from ray.rllib.core import DEFAULT_MODULE_ID
+
+PACKED = "ragen_packed_weights"  # marks a payload made by pack_weights
 
 
 class WeightSync(abc.ABC):
@@ -31,10 +39,39 @@ class WeightSync(abc.ABC):
         ``seq``; returns the sync number each runner reports afterwards."""
 
 
+def pack_weights(state: Mapping[str, torch.Tensor]) -> dict:
+    """CPU tensors -> ``{PACKED: [(name, index, dtype, shape)], "arrays": [uint8 arrays]}``.
+
+    Each distinct storage becomes one flat ``uint8`` numpy array (any dtype, bf16 included); names sharing a
+    tensor (tied embeddings) share its array. Arrays are views of the tensors where they are contiguous.
+    """
+    entries, arrays, index_of = [], [], {}
+    for name, tensor in state.items():
+        tensor = tensor.detach().cpu().contiguous()
+        key = (tensor.data_ptr(), tensor.dtype, tuple(tensor.shape))
+        if key not in index_of:
+            index_of[key] = len(arrays)
+            arrays.append(tensor.reshape(-1).view(torch.uint8).numpy())
+        entries.append((name, index_of[key], str(tensor.dtype).removeprefix("torch."), tuple(tensor.shape)))
+    return {PACKED: entries, "arrays": arrays}
+
+
+def unpack_weights(payload: Mapping) -> dict[str, torch.Tensor]:
+    """The inverse of :func:`pack_weights`: tensors that view the payload's arrays (no copy; read-only when the
+    arrays come from Ray's object store, which is all a weight load needs). Other mappings pass through."""
+    if PACKED not in payload:
+        return dict(payload)
+    with warnings.catch_warnings():  # read-only object-store arrays: torch warns, the tensors are only read
+        warnings.simplefilter("ignore", UserWarning)
+        flat = [torch.from_numpy(np.asarray(a)) for a in payload["arrays"]]
+    return {name: flat[i].view(getattr(torch, dtype)).reshape(shape)
+            for name, i, dtype, shape in payload[PACKED]}
+
+
 def _put_weights(learner):
     """In the learner's process: its weights (HF names, CPU tensors) into the object store; returns the ref."""
     state = learner.module[DEFAULT_MODULE_ID].unwrapped().hf_state_dict()
-    return ray.put({name: tensor.cpu() for name, tensor in state.items()})
+    return ray.put(pack_weights(state))
 
 
 class ObjectStoreWeightSync(WeightSync):
