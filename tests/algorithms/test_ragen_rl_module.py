@@ -1,5 +1,7 @@
 """The LLM RLModule: token log-probs, value head kept off inference, state in the model's dtype."""
 
+import copy
+
 import pytest
 import torch
 from ray.rllib.core.rl_module.rl_module import RLModuleSpec
@@ -57,7 +59,20 @@ def test_lora_ships_adapters_only_and_merges_for_engines():
     state = module.get_state(inference_only=True)
     assert state and all("lora_" in k for k in state)
     hf_names = set(AutoModelForCausalLM.from_pretrained(tiny_model_path("nano")).state_dict())
-    assert set(module.hf_state_dict()) == hf_names
+    with torch.no_grad():  # a trained adapter (B starts at zero, which would hide a missing delta)
+        for name, p in module.lm.named_parameters():
+            if "lora_B" in name:
+                p.normal_(0, 0.1)
+    before = {k: v.clone() for k, v in module.lm.state_dict().items()}
+    shipped = module.hf_state_dict()
+    assert set(shipped) == hf_names
+    reference = copy.deepcopy(module.lm).merge_and_unload().state_dict()  # peft's own merge
+    for name, tensor in reference.items():
+        torch.testing.assert_close(shipped[name], tensor, rtol=0, atol=1e-6, msg=name)
+    assert not torch.equal(shipped["model.layers.0.self_attn.q_proj.weight"],
+                           before["base_model.model.model.layers.0.self_attn.q_proj.base_layer.weight"])
+    for name, tensor in module.lm.state_dict().items():  # the module itself is left exactly as it was
+        assert torch.equal(tensor, before[name]), name
 
 
 @pytest.mark.parametrize("bf16_units", [False, True])

@@ -148,22 +148,34 @@ class RagenTorchRLModule(TorchRLModule, InferenceOnlyAPI):
     def get_non_inference_attributes(self) -> list[str]:
         return [VALUE_HEAD]
 
+    @torch.no_grad()
     def hf_state_dict(self) -> dict[str, torch.Tensor]:
-        """The language model's weights with Hugging Face names (LoRA merged in), for generation engines."""
-        lm = self.lm
-        if self.lora:
-            merged = {}
-            lm.merge_adapter()
-            try:
-                base = lm.get_base_model()
-                for name, tensor in base.state_dict().items():
-                    if "lora_" in name:
-                        continue
-                    merged[name.replace(".base_layer", "")] = tensor.detach().clone()
-            finally:
-                lm.unmerge_adapter()
-            return merged
-        return {name: t.detach() for name, t in lm.state_dict().items()}
+        """The language model's weights with Hugging Face names (LoRA merged in), for generation engines.
+
+        Without LoRA: the live tensors, detached (no copy). With LoRA: each adapted layer's ``W + delta`` as a
+        new tensor, every other tensor live; the model itself is never modified (an in-place merge/unmerge
+        per sync would copy every weight and drift the base weights by rounding).
+        """
+        if not self.lora:
+            return {name: t.detach() for name, t in self.lm.state_dict().items()}
+        from peft.tuners.lora import LoraLayer
+
+        base = self.lm.get_base_model()
+        merged = {}
+        for prefix, layer in base.named_modules():
+            if isinstance(layer, LoraLayer):
+                weight = layer.get_base_layer().weight.detach()
+                for adapter in layer.active_adapters:
+                    if adapter in layer.lora_A:
+                        weight = weight + layer.get_delta_weight(adapter).to(weight.dtype)
+                merged[f"{prefix}.weight"] = weight
+        state = {}
+        for name, tensor in base.state_dict().items():
+            if "lora_" in name:
+                continue
+            name = name.replace(".base_layer", "")
+            state[name] = merged.get(name, tensor.detach())
+        return state
 
     @override(TorchRLModule)
     def get_state(self, components=None, *, not_components=None, inference_only: bool = False, **kwargs):
