@@ -89,6 +89,7 @@ def test_one_runner_local_learner_trains_syncs_weights_and_trains_on_the_sampled
         assert min(steps) > 0 and results[1]["env_runners"]["num_env_steps_sampled_lifetime"] == sum(steps)
         assert results[1]["num_env_steps_sampled_lifetime"] == sum(steps)
         assert results[1]["env_runners"]["runner_errors_lifetime"] == 0
+        assert [r["env_runners"][K.WEIGHTS_STALENESS] for r in results] == [0, 0]  # sync mode: on-policy samples
         assert K.SUCCESS_RATE in results[1]["evaluation"]["env_runners"]  # validation every 2 iterations
         assert algo.eval_env_runner_group is None  # ...on the training runners: no engine on the driver
         after = learner_weights(algo)[0]
@@ -180,3 +181,50 @@ def test_checkpoint_restore_gives_identical_weights_and_the_engines_use_them(ray
         assert runner_calls(restored, lambda r: r.weights_seq_no) == [restored._weights_seq_no]
     finally:
         restored.stop()
+
+
+def sampling_gap(trajectories, weights, pad_id, temperature):
+    """Largest |engine sampling log-prob - log-prob under ``weights``| over the sampled tokens (fp32 HF model)."""
+    from transformers import AutoModelForCausalLM
+
+    from ragen_rllib.logprobs import gather_token_logprobs
+    from ragen_rllib.models.tiny import resolve_model
+
+    model = AutoModelForCausalLM.from_pretrained(resolve_model("tiny:nano"), torch_dtype=torch.float32)
+    model.load_state_dict(weights)
+    batch = build_batch(trajectories, pad_id, adv_estimator="grpo", require_sample_logprobs=True)
+    ids, mask = torch.as_tensor(batch[K.INPUT_IDS]), torch.as_tensor(batch[K.LOSS_MASK]) > 0
+    with torch.no_grad():
+        logps = gather_token_logprobs(model(input_ids=ids).logits, ids, temperature)  # right padding: no effect
+    return (logps[mask] - torch.as_tensor(batch[K.SAMPLE_LOGPROBS])[mask]).abs().max().item()
+
+
+def test_one_step_off_trains_each_batch_one_update_after_the_weights_that_sampled_it(ray_session, tiny_config):
+    from ragen_rllib.algorithms.ragen.one_step_off import loads
+
+    algo = tiny_config(adv_estimator="grpo", old_logprobs="engine", rollout_mode="one_step_off").build_algo()
+    try:
+        temperature, weights = algo.config.train_temperature, [learner_weights(algo)[0]]
+        first = algo.train()  # samples in the foreground (W0), then samples the next batch while it learns
+        weights.append(learner_weights(algo)[0])
+        assert first["env_runners"][K.WEIGHTS_STALENESS] == 0
+        assert algo._waiting.version == 0
+        assert sampling_gap(algo._waiting.sampled, weights[0], algo._pad_id, temperature) < 1e-4
+        second = algo.train()  # syncs W1, samples with it while learning on the W0 batch
+        weights.append(learner_weights(algo)[0])
+        assert_metrics(second, with_value_loss=False)
+        assert second["env_runners"][K.WEIGHTS_STALENESS] == 1
+        waiting = algo._waiting
+        assert waiting.version == 1  # the tokens waiting for iteration 3 come from W1, not from W2
+        assert sampling_gap(waiting.sampled, weights[1], algo._pad_id, temperature) < 1e-4
+        assert sampling_gap(waiting.sampled, weights[2], algo._pad_id, temperature) > 1e-3
+        assert any(not torch.equal(weights[1][k], weights[2][k]) for k in weights[1])
+        timers = second["timers"]  # the next batch was sampled while the learner trained
+        assert timers["ragen_prefetch_start_s"] < timers["ragen_learn_end_s"]
+        assert timers["ragen_learn_start_s"] < timers["ragen_prefetch_end_s"]
+        assert timers["ragen_weight_sync_end_s"] <= timers["ragen_prefetch_start_s"]  # synced between rollouts
+        stored = loads(algo.get_state()["ragen_waiting"])  # a checkpoint keeps the waiting batch
+        assert stored.version == 1 and [t.response_ids for t in stored.sampled] == [
+            t.response_ids for t in waiting.sampled]
+    finally:
+        algo.stop()

@@ -29,6 +29,7 @@ ADV_ESTIMATORS = tuple(ESTIMATORS)  # the estimator table decides everything els
 ENGINES = ("auto", "vllm", "hf")
 OLD_LOGPROBS_SOURCES = ("learner", "engine")
 RUNNER_FAILURE_MODES = ("resample", "train_on_rest")
+ROLLOUT_MODES = ("sync", "one_step_off")
 
 
 def _h(default: Any, meaning: str) -> Any:
@@ -146,6 +147,11 @@ class RagenHyperparams:
     engine_kwargs: dict[str, Any] = _h({}, (
         "extra keyword arguments of the engine (e.g. kv_cache_gib, gpu_memory_utilization)"))
 
+    rollout_mode: str = _h('sync', (
+        "'sync': sample, then learn, then sync the weights; 'one_step_off': the runners sample the next batch "
+        "(with the weights before this step's update) while the learner trains on this one; needs "
+        "old_logprobs='engine', whose behaviour log-probs correct the one-step staleness"))
+
     # ---- fault tolerance
     env_step_timeout_s: float | None = _h(60.0, (
         "an env reset or step running longer ends its episode as an env error (the runner replaces the env); "
@@ -185,6 +191,7 @@ CHOICES: dict[str, tuple[Any, ...]] = {
     "lr_decay": LR_DECAYS,
     "engine": ENGINES,
     "on_runner_failure": RUNNER_FAILURE_MODES,
+    "rollout_mode": ROLLOUT_MODES,
     "context_mode": CONTEXT_MODES,
 }
 

@@ -93,6 +93,7 @@ RUNNER_ERRORS_LIFETIME = "runner_errors_lifetime"  # such errors since the start
 GROUPS_LOST = "groups_lost"  # env groups whose runner died mid-sample this step
 GROUPS_RESAMPLED = "groups_resampled"  # env groups sampled on a runner other than their own this step
 RUNNERS_RESTORED = "runners_restored"  # env runners restarted and handed the current weights before this step
+WEIGHTS_STALENESS = "weights_staleness"  # learner updates between the sampling weights and the trained ones
 
 # ---- rollout filtering (result["learners"]["__all_modules__"] is RLlib's; these go under result["env_runners"])
 FILTER_KEPT_RATIO = "filter_kept_ratio"  # kept groups / groups

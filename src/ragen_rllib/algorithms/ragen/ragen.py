@@ -3,6 +3,7 @@
 One ``training_step`` = sample (every env runner in parallel, one multi-turn rollout over its env groups)
 -> learner update (old log-probs, advantages, clipped surrogate over minibatches and epochs) -> weight
 sync into every runner's generation engine (checked: a sync is never silently dropped) -> metrics.
+With ``rollout_mode="one_step_off"`` the next batch is sampled while the learner trains (:mod:`.one_step_off`).
 """
 
 from __future__ import annotations
@@ -24,6 +25,15 @@ from ragen_rllib.algorithms.ragen.batch import build_batch, padding_fraction
 from ragen_rllib.algorithms.ragen.checkpoint_io import write_atomically
 from ragen_rllib.algorithms.ragen.early_stop import EarlyStopper
 from ragen_rllib.algorithms.ragen.env_tags import split_groups
+from ragen_rllib.algorithms.ragen.one_step_off import (
+    Collected,
+    NoHealthyRunners,
+    Prefetcher,
+    dumps,
+    loads,
+    staleness,
+    timeline,
+)
 from ragen_rllib.algorithms.ragen.ragen_config import RagenConfig
 from ragen_rllib.algorithms.ragen.reward_shaping import shape_rewards
 from ragen_rllib.algorithms.ragen.rollout_filter import filter_trajectories, varied_groups
@@ -56,7 +66,11 @@ class Ragen(Algorithm):
         # Ragen's own state first: super().setup() ends with the on_algorithm_init callback, which may restore
         # a checkpoint into it (RLlib's way to start a Tune trial from a checkpoint).
         self._step = 0
-        self._weights_seq_no = 0
+        self._weights_seq_no = 0  # weight syncs so far (what runners report)
+        self._version = 0  # learner updates so far: the learner's weights version
+        self._engine_version = 0  # the weights version the engines hold
+        self._waiting: Collected | None = None  # one-step-off: the batch sampled during the last iteration
+        self._prefetcher = Prefetcher() if config.rollout_mode == "one_step_off" else None
         self._stopper = EarlyStopper.from_config(self.config)
         self._round = 0  # sampling rounds so far: the seed schedule's step (= self._step without dynamic sampling)
         self._tokenizer = self._load_tokenizer()
@@ -74,23 +88,67 @@ class Ragen(Algorithm):
     # ------------------------------------------------------------------ one iteration
     @override(Algorithm)
     def training_step(self) -> None:
+        """Sample (or take the batch sampled during the last iteration, one-step-off), learn, sync; see
+        :mod:`.one_step_off` for the overlapped order. Phase durations and their timeline go to ``timers``."""
         start, cfg = time.perf_counter(), self.config
-        sampled, trajectories, seconds, extra = self._collect()
-        rollout = rollout_metrics(sampled, seconds)
-        self.metrics.log_dict({**rollout, **extra}, key=ENV_RUNNER_RESULTS, window=1)
+        overlapped = cfg.rollout_mode == "one_step_off"
+        collected, self._waiting = self._waiting, None
+        spans: dict[str, tuple[float, float] | None] = {"sample": None, "weight_sync": None, "learn": None,
+                                                        "prefetch": None, "wait": None}
+        if collected is None:  # sync mode, the first one-step-off iteration, after a failed background sample
+            collected = self._collect()
+            spans["sample"] = (collected.start, collected.end)
+        self.metrics.log_value((ENV_RUNNER_RESULTS, K.WEIGHTS_STALENESS), float(staleness(self._version, collected)),
+                               window=1)
+        kept, filter_metrics = self._prepare(collected)
+        if overlapped:  # the runners are idle: give them the newest weights, then sample the next batch
+            if self._engine_version != self._version:
+                spans["weight_sync"] = self._timed(self.sync_engine_weights)
+            self._prefetcher.launch(functools.partial(self._collect, background=True))
+        if kept:
+            spans["learn"] = self._timed(lambda: self._learn(kept, filter_metrics))
+            if not overlapped:
+                spans["weight_sync"] = self._timed(self.sync_engine_weights)
+        if overlapped:
+            wait_start = time.perf_counter()
+            self._waiting, _ = self._prefetcher.wait()
+            spans["wait"] = (wait_start, time.perf_counter())
+            if self._waiting is not None:
+                spans["prefetch"] = (self._waiting.start, self._waiting.end)
+        self._step += 1
+        duration = {phase: (span[1] - span[0]) if span else 0.0 for phase, span in spans.items()}
+        timers = {"ragen_sample_s": duration["sample"] + duration["prefetch"], "ragen_learn_s": duration["learn"],
+                  "ragen_weight_sync_s": duration["weight_sync"], "ragen_wait_s": duration["wait"],
+                  **timeline(start, **spans)}
+        self.metrics.log_dict(timers, key=TIMERS, window=1)
+
+    @staticmethod
+    def _timed(fn) -> tuple[float, float]:
+        begin = time.perf_counter()
+        fn()
+        return begin, time.perf_counter()
+
+    def _prepare(self, collected: Collected):
+        """Metrics of a collected batch, then reward shaping and filtering: (trajectories to train on, filter
+        metrics). Feeds the early stopper."""
+        cfg = self.config
+        self._log_sampling(collected, validation=False)
+        rollout = rollout_metrics(collected.sampled, collected.seconds)
+        self.metrics.log_dict({**rollout, **collected.extra}, key=ENV_RUNNER_RESULTS, window=1)
         if cfg.mi_interval and self._step % cfg.mi_interval == 0:
-            self.metrics.log_dict(self._reasoning_mi(sampled), key=ENV_RUNNER_RESULTS, window=1)
-        shaped, shaping = shape_rewards(trajectories, cfg)
+            self.metrics.log_dict(self._reasoning_mi(collected.sampled), key=ENV_RUNNER_RESULTS, window=1)
+        shaped, shaping = shape_rewards(collected.kept, cfg)
         kept, filter_metrics = filter_trajectories(shaped, cfg)
         self._stopper.on_step(rollout.get(K.IN_GROUP_REWARD_STD_MEAN),
                               empty=cfg.filter_strategy is not None and not kept)
         self.metrics.log_dict({**shaping, **filter_metrics}, key=ENV_RUNNER_RESULTS, window=1)
         if cfg.filter_strategy is not None:
             self.metrics.log_value((ENV_RUNNER_RESULTS, K.FILTER_EMPTY_BATCHES), float(not kept), reduce="sum")
-        if not kept:  # nothing to learn from: skip the update (engines keep the current weights)
-            self._step += 1
-            self.metrics.log_value((TIMERS, "ragen_sample_s"), seconds, window=1)
-            return
+        return kept, filter_metrics
+
+    def _learn(self, kept, filter_metrics) -> None:
+        """One learner update on ``kept`` (the weights version goes up by one)."""
+        cfg = self.config
         batch = build_batch(kept, self._pad_id, adv_estimator=cfg.adv_estimator,
                             grpo_norm_by_std=cfg.grpo_norm_by_std, gigpo_gamma=cfg.gigpo_gamma,
                             gigpo_step_weight=cfg.gigpo_step_weight, gamma=cfg.gamma,
@@ -109,16 +167,10 @@ class Ragen(Algorithm):
             num_total_minibatches=cfg.num_epochs * math.ceil(math.ceil(rows / learners) / minibatch),
             timesteps={K.TRAINING_STEP: self._step},  # the learners' lr schedule (lr_warmup_steps, lr_decay)
         )
-        learn_seconds = time.perf_counter() - start - seconds
+        self._version += 1
         self.metrics.aggregate(learner_results, key=LEARNER_RESULTS)
         self.metrics.log_value((LEARNER_RESULTS, DEFAULT_MODULE_ID, K.PADDING_FRACTION), padding_fraction(batch),
                                window=1)
-        self.sync_engine_weights()
-        self._step += 1
-        phases = {"sample": seconds, "learn": learn_seconds,
-                  "weight_sync": time.perf_counter() - start - seconds - learn_seconds}
-        for phase, value in phases.items():
-            self.metrics.log_value((TIMERS, f"ragen_{phase}_s"), value, window=1)
 
     def _reasoning_mi(self, trajectories) -> dict[str, float]:
         """RAGEN-2's mutual-information estimate, scored by the first env runner's engine."""
@@ -130,34 +182,46 @@ class Ragen(Algorithm):
 
         return reasoning_mi_metrics(trajectories, self.config.mi_samples, self._tokenizer.decode, score)
 
-    def _collect(self):
+    def _collect(self, background: bool = False) -> Collected:
         """One sampling round (seeds of round ``self._round``); with ``dynamic_sampling`` (DAPO) groups whose
         rewards are all equal are dropped and more rounds are sampled, at most ``dynamic_sampling_max_rounds``,
-        until ``env_groups`` groups remain. Returns (all sampled, to train on, seconds, metrics)."""
-        cfg = self.config
-        trajectories, seconds = self._sample(self._round, validation=False)
+        until ``env_groups`` groups remain. Logs nothing (it may run on the sampling thread)."""
+        cfg, version, begin = self.config, self._engine_version, time.perf_counter()
+        first = self._sample(self._round, validation=False, background=background)
         self._round += 1
+        first.version, first.start = version, begin
         if not cfg.dynamic_sampling:
-            return trajectories, trajectories, seconds, {}
-        sampled, kept, rounds = list(trajectories), varied_groups(trajectories), 0
+            first.end = time.perf_counter()
+            return first
+        sampled, kept, rounds = list(first.sampled), varied_groups(first.sampled), 0
         while len({t.group_id for t in kept}) < cfg.env_groups and rounds < cfg.dynamic_sampling_max_rounds:
-            more, more_seconds = self._sample(self._round, validation=False)
+            more = self._sample(self._round, validation=False, background=background)
             self._round += 1
             rounds += 1
-            seconds += more_seconds
-            sampled += more
-            kept += varied_groups(more)
+            first.seconds += more.seconds
+            first.runner_metrics += more.runner_metrics
+            first.lost, first.resampled = first.lost + more.lost, first.resampled + more.resampled
+            sampled += more.sampled
+            kept += varied_groups(more.sampled)
         groups = set(list(dict.fromkeys(t.group_id for t in kept))[:cfg.env_groups])  # first come, first kept
-        kept = [t for t in kept if t.group_id in groups]
-        metrics = {K.DYNAMIC_SAMPLING_ROUNDS: float(rounds), K.DYNAMIC_SAMPLING_GROUPS: float(len(groups))}
-        return sampled, kept, seconds, metrics
+        first.sampled, first.kept = sampled, [t for t in kept if t.group_id in groups]
+        first.extra = {K.DYNAMIC_SAMPLING_ROUNDS: float(rounds), K.DYNAMIC_SAMPLING_GROUPS: float(len(groups))}
+        first.end = time.perf_counter()
+        return first
 
-    def _sample(self, step: int, validation: bool):
+    def _log_sampling(self, collected: Collected, validation: bool) -> None:
+        """The runners' own metrics (RLlib's step counters, error counts) and the lost-group counts."""
+        self.metrics.aggregate(collected.runner_metrics, key=ENV_RUNNER_RESULTS)
+        if not validation:
+            self.metrics.log_dict({K.GROUPS_LOST: collected.lost, K.GROUPS_RESAMPLED: collected.resampled},
+                                  key=ENV_RUNNER_RESULTS, window=1)
+
+    def _sample(self, step: int, validation: bool, background: bool = False) -> Collected:
         """One rollout of every block of env groups (at most ``sample_timeout_s`` per round). A runner that dies
         mid-sample loses its block: with ``on_runner_failure="resample"`` it is sampled again on the healthy
         runners in this call (counted in ``groups_lost`` and ``groups_resampled``); when no runner is healthy,
-        Ray's restarts are awaited for up to ``env_runner_health_probe_timeout_s``. The runners' own metrics
-        (RLlib's step counters, error counts) go into ``result["env_runners"]``."""
+        Ray's restarts are awaited for up to ``env_runner_health_probe_timeout_s`` (in the foreground; a
+        ``background`` sample raises :class:`NoHealthyRunners` instead, as restores push weights)."""
         cfg, group = self.config, self.env_runner_group
         start, timeout = time.perf_counter(), cfg.sample_timeout_s
         sizes = [len(block) for block in split_groups(cfg.val_tags if validation else cfg.train_tags,
@@ -166,6 +230,8 @@ class Ragen(Algorithm):
         retry = False  # whether this round samples groups lost in an earlier one
         while pending:
             if not group.healthy_env_runner_ids():  # all down (e.g. their node died): await Ray's restarts
+                if background:
+                    raise NoHealthyRunners("no healthy env runner")
                 deadline = time.monotonic() + cfg.env_runner_health_probe_timeout_s
                 while not self.restore_env_runners(group) and time.monotonic() < deadline:
                     time.sleep(1.0)
@@ -187,12 +253,10 @@ class Ragen(Algorithm):
                                    "it with .env_runners(sample_timeout_s=...)")
             lost += sum(sizes[b] for b in missing)
             pending, retry = (missing if cfg.on_runner_failure == "resample" else []), True
-        self.metrics.aggregate(metrics, key=ENV_RUNNER_RESULTS)
-        if not validation:
-            self.metrics.log_dict({K.GROUPS_LOST: float(lost), K.GROUPS_RESAMPLED: float(resampled)},
-                                  key=ENV_RUNNER_RESULTS, window=1)
         trajectories = [t for block in sorted(sampled) for t in sampled[block]]
-        return trajectories, time.perf_counter() - start
+        seconds = time.perf_counter() - start
+        return Collected(trajectories, trajectories, seconds, {}, runner_metrics=metrics, lost=float(lost),
+                         resampled=float(resampled), version=self._engine_version, start=start, end=start + seconds)
 
     # ------------------------------------------------------------------ weights
     def sync_engine_weights(self) -> int:
@@ -202,6 +266,7 @@ class Ragen(Algorithm):
         got = self._push_weights(seq)
         if any(g != seq for g in got) or len(got) != self.env_runner_group.num_healthy_remote_workers():
             raise WeightSyncError(f"weight sync {seq} not taken by every env runner: they report {got}")
+        self._engine_version = self._version
         return seq
 
     def _push_weights(self, seq: int, runner_ids: list[int] | None = None) -> list[int]:
@@ -255,9 +320,13 @@ class Ragen(Algorithm):
 
     @override(Algorithm)
     def evaluate(self, parallel_train_future=None) -> dict:
-        """Validation rollout on fixed seeds at the validation temperature (``result["evaluation"]``)."""
-        trajectories, seconds = self._sample(self._step, validation=True)
-        metrics = rollout_metrics(trajectories, seconds)
+        """Validation rollout on fixed seeds at the validation temperature (``result["evaluation"]``), with the
+        learner's current weights (one-step-off: synced first, as the engines are one update behind)."""
+        if self._engine_version != self._version:
+            self.sync_engine_weights()
+        collected = self._sample(self._step, validation=True)
+        self._log_sampling(collected, validation=True)
+        metrics = rollout_metrics(collected.sampled, collected.seconds)
         if K.SUCCESS_RATE in metrics:
             self._stopper.on_validation(metrics[K.SUCCESS_RATE])
         return {ENV_RUNNER_RESULTS: metrics}
@@ -283,6 +352,8 @@ class Ragen(Algorithm):
         state["ragen_step"] = self._step
         state["ragen_early_stop"] = self._stopper.get_state()
         state["ragen_round"] = self._round
+        state["ragen_versions"] = (self._version, self._engine_version)
+        state["ragen_waiting"] = dumps(self._waiting)  # one-step-off: the batch the next iteration trains on
         return state
 
     @override(Algorithm)
@@ -291,6 +362,17 @@ class Ragen(Algorithm):
         self._step = int(state.get("ragen_step", self._step))
         self._stopper.set_state(state.get("ragen_early_stop", {}))
         self._round = int(state.get("ragen_round", self._step))
+        self._version, self._engine_version = state.get("ragen_versions", (self._step, self._step))
+        self._waiting = loads(state.get("ragen_waiting"))
+        if self._waiting is not None and self._prefetcher is None:
+            logger.warning("the checkpoint holds a batch sampled ahead (rollout_mode='one_step_off'); this run is "
+                           "rollout_mode='sync' and trains on it first")
+
+    @override(Algorithm)
+    def cleanup(self) -> None:
+        if self._prefetcher is not None:
+            self._prefetcher.close()
+        super().cleanup()
 
 
 def _sample_blocks(runner, *, step: int, validation: bool, blocks: list[int]):

@@ -358,6 +358,10 @@ class RagenConfig(AlgorithmConfig, RagenHyperparams):
             bad("clip_low", "use 0 <= clip_low < 1 and clip_high >= 0 (RAGEN: 0.2 / 0.28)")
         if self.dual_clip is not None and self.dual_clip <= 1:
             bad("dual_clip", "use None or a value > 1 (RAGEN: 3.0)")
+        if self.rollout_mode == "one_step_off" and self.old_logprobs != "engine":
+            bad("old_logprobs", "rollout_mode='one_step_off' trains on a batch sampled with the weights before the "
+                "last update, so the PPO ratio must use the engine's behaviour log-probs: set "
+                "old_logprobs='engine' (or rollout_mode='sync')")
         if self.train_temperature <= 0:
             bad("train_temperature", "use a temperature > 0 for training rollouts (log-probs need sampling)")
         self._validate_precision()
