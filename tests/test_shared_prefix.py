@@ -54,8 +54,9 @@ def test_short_prefixes_and_single_rows_take_the_plain_pass(model, monkeypatch):
     monkeypatch.setattr(decoder, "forward", lambda *a, **k: calls.append(k.get("input_ids").shape) or original(*a, **k))
     shared_prefix_hidden(decoder, rows(8, 20))  # 8 < MIN_SHARED_PREFIX
     shared_prefix_hidden(decoder, rows(40, 12, n=1))
+    shared_prefix_hidden(decoder, rows(40, 60))  # 40 of 100 tokens < MIN_SHARED_FRACTION
     shared_prefix_hidden(decoder, rows(40, 12))
-    assert calls == [(4, 28), (1, 52), (1, 40), (4, 12)]
+    assert calls == [(4, 28), (1, 52), (4, 100), (1, 40), (4, 12)]
 
 
 def test_the_rl_module_gives_the_same_logprobs_with_and_without_sharing():

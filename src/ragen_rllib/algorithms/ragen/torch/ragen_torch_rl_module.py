@@ -21,7 +21,8 @@
   (Hugging Face's ``gradient_checkpointing_enable``): less memory for one more forward.
 - ``share_prompt_prefix``: ``True`` (default): with ``logprob_chunk`` on and no gradient checkpointing, the
   prefix that every row of a forward pass shares (a group's prompt, the system text of all groups) is computed
-  once (:func:`ragen_rllib.shared_prefix.shared_prefix_hidden`; equal to the plain pass up to rounding).
+  once when it is at least half the rows (:func:`ragen_rllib.shared_prefix.shared_prefix_hidden`; equal to the
+  plain pass up to rounding).
 - ``autocast``: ``"auto"`` (default) | ``"bfloat16"`` | ``None``/``"none"``: run the learner's forward passes
   under bf16 autocast (weights and optimizer state stay in ``dtype``; ~1.5-2x faster on CPUs with
   AMX/AVX512-BF16 and on GPUs). ``auto`` (:func:`ragen_rllib.precision.resolve_autocast`) picks bf16 only where
