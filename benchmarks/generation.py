@@ -60,7 +60,7 @@ def main() -> None:
     from ragen_rllib.engines.base import SamplingConfig
     from ragen_rllib.engines.hf_engine import HFEngine
     from ragen_rllib.engines.vllm_engine import VLLMEngine
-    from ragen_rllib.models.tiny import resolve_model
+    from ragen_rllib.models.registry import resolve_model
 
     model = resolve_model(args.model or f"tiny:{args.preset}")
     tok = AutoTokenizer.from_pretrained(model)

@@ -34,7 +34,7 @@ def real_batch(model: str, args):
 
     from ragen_rllib import RagenConfig
     from ragen_rllib.algorithms.ragen.batch import build_batch, padding_fraction
-    from ragen_rllib.models.tiny import resolve_model
+    from ragen_rllib.models.registry import resolve_model
     from ragen_rllib.runner.ragen_env_runner import RagenEnvRunner
 
     config = (RagenConfig().environment("ragen/FrozenLake-v0", env_config={"size": 4, "is_slippery": False})
@@ -118,7 +118,7 @@ def main() -> None:
 
     import torch
 
-    from ragen_rllib.models.tiny import resolve_model
+    from ragen_rllib.models.registry import resolve_model
     from ragen_rllib.precision import cpu_info, resolve_autocast
 
     amp = resolve_autocast(args.autocast, "cpu")

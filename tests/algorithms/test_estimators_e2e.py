@@ -44,7 +44,7 @@ def sampled(tiny_config):
 def one_update(config, trajectories):
     from transformers import AutoTokenizer
 
-    from ragen_rllib.models.tiny import resolve_model
+    from ragen_rllib.models.registry import resolve_model
 
     pad = AutoTokenizer.from_pretrained(resolve_model("tiny:nano")).pad_token_id
     batch = build_batch(trajectories, pad, adv_estimator=config.adv_estimator, gigpo_gamma=config.gigpo_gamma,
@@ -127,7 +127,7 @@ def test_first_turn_splits_prompt_and_reasoning(sampled):
     from transformers import AutoTokenizer
 
     from ragen_rllib.algorithms.ragen.reasoning_mi import first_turn
-    from ragen_rllib.models.tiny import resolve_model
+    from ragen_rllib.models.registry import resolve_model
 
     tok = AutoTokenizer.from_pretrained(resolve_model("tiny:nano"))
     t = sampled[0]
@@ -175,7 +175,7 @@ def test_lr_schedule_scales_the_update_of_each_training_step(tiny_config, sample
     AdamW's first step moves each weight by about lr x sign(grad), so the largest move is ~lr x factor."""
     from transformers import AutoTokenizer
 
-    from ragen_rllib.models.tiny import resolve_model
+    from ragen_rllib.models.registry import resolve_model
 
     lr = 1e-3
     config = tiny_config(adv_estimator="grpo", group_size=3, entropy_coeff=0.0, lr=lr, lr_warmup_steps=4,

@@ -38,7 +38,7 @@ def probe(algo):
     """Fixed prompts and continuations (a FrozenLake-style chat) to score on learners and engines."""
     from transformers import AutoTokenizer
 
-    from ragen_rllib.models.tiny import resolve_model
+    from ragen_rllib.models.registry import resolve_model
 
     tok = AutoTokenizer.from_pretrained(resolve_model("tiny:nano"))
     prompts = [tok.apply_chat_template([{"role": "user", "content": f"Grid {i}: P _ G. Move?"}],
@@ -188,7 +188,7 @@ def sampling_gap(trajectories, weights, pad_id, temperature):
     from transformers import AutoModelForCausalLM
 
     from ragen_rllib.logprobs import gather_token_logprobs
-    from ragen_rllib.models.tiny import resolve_model
+    from ragen_rllib.models.registry import resolve_model
 
     model = AutoModelForCausalLM.from_pretrained(resolve_model("tiny:nano"), torch_dtype=torch.float32)
     model.load_state_dict(weights)

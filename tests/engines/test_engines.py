@@ -8,7 +8,8 @@ from ragen_rllib.engines.base import FINISH_LENGTH, FINISH_STOP, SamplingConfig
 from ragen_rllib.engines.factory import make_engine
 from ragen_rllib.engines.hf_engine import HFEngine
 from ragen_rllib.logprobs import gather_token_logprobs
-from ragen_rllib.models.tiny import resolve_model, tiny_model_path
+from ragen_rllib.models.registry import resolve_model
+from ragen_rllib.models.tiny import tiny_model_path
 
 WORDS = ["left", "up", "down", "right", "box", "goal", "hole", "ice"]
 

@@ -65,9 +65,11 @@ def test_build_is_deterministic(tmp_path, nano_dir):
 
 def test_cache_reuses_build(nano_dir):
     assert tiny.tiny_model_path("nano") == nano_dir
-    assert tiny.resolve_model("tiny:nano") == str(nano_dir)
-    assert tiny.resolve_model("Qwen/Qwen2.5-0.5B-Instruct") == "Qwen/Qwen2.5-0.5B-Instruct"
-    assert tiny.resolve_model("/some/local/dir") == "/some/local/dir"
+    from ragen_rllib.models.registry import resolve_model
+
+    assert resolve_model("tiny:nano") == str(nano_dir)
+    assert resolve_model("Qwen/Qwen2.5-0.5B-Instruct") == "Qwen/Qwen2.5-0.5B-Instruct"
+    assert resolve_model("/some/local/dir") == "/some/local/dir"
 
 
 def test_unknown_preset_is_a_clear_error():

@@ -15,7 +15,7 @@ def vllm_available() -> bool:
 
 def make_engine(backend: str, model: str, **kwargs) -> GenerationEngine:
     """``backend``: ``vllm`` | ``hf`` | ``auto`` (vLLM when importable, else HF). ``model``: HF id or local
-    directory (the caller resolves ``tiny:<preset>`` names: ``ragen_rllib.models.tiny.resolve_model``).
+    directory (the caller resolves ``tiny:`` and ``gguf:`` names: ``ragen_rllib.models.registry.resolve_model``).
     ``kwargs`` go to the engine (``dtype``, ``max_model_len``...)."""
     if backend not in BACKENDS:
         raise ValueError(f"engine backend={backend!r} is unknown: use one of {BACKENDS}")

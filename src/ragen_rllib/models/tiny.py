@@ -1,9 +1,9 @@
 """Offline tiny models: a BPE tokenizer trained on environment text and small Qwen2 causal LMs.
 
 No model hub is needed: ``build_model("nano", out_dir)`` writes a directory that loads with
-``AutoTokenizer``/``AutoModelForCausalLM`` and with ``vllm.LLM``. Everywhere a model is taken, the
-name ``tiny:<preset>`` resolves (through :func:`resolve_model`) to a cached build of that preset; any
-other string is a Hugging Face id or local path and passes through unchanged (same code path).
+``AutoTokenizer``/``AutoModelForCausalLM`` and with ``vllm.LLM``. Everywhere a model is taken, the name
+``tiny:<preset>`` resolves (through :func:`ragen_rllib.models.registry.resolve_model`) to a cached build of that
+preset.
 """
 
 from __future__ import annotations
@@ -146,32 +146,3 @@ def tiny_model_path(preset: str = "nano", seed: int = 0, root: str | os.PathLike
             finally:
                 shutil.rmtree(tmp, ignore_errors=True)
     return target
-
-
-def resolve_model(name_or_path: str) -> str:
-    """``tiny:<preset>`` -> the cached build's directory; anything else (HF id, local path) unchanged."""
-    if name_or_path.startswith(TINY_PREFIX):
-        return str(tiny_model_path(name_or_path[len(TINY_PREFIX):]))
-    return name_or_path
-
-
-def model_problem(name_or_path: str) -> str | None:
-    """Why ``name_or_path`` cannot be loaded, checked without loading it (None: it can, as far as can be told
-    here). ``tiny:<preset>`` needs a known preset; a local path a directory with ``config.json``; a Hugging Face
-    id, when the hub is offline (``HF_HUB_OFFLINE=1``), a copy in the local cache."""
-    if name_or_path.startswith(TINY_PREFIX):
-        preset = name_or_path[len(TINY_PREFIX):]
-        return None if preset in PRESETS else f"tiny preset {preset!r} is unknown; use one of {sorted(PRESETS)}"
-    path = Path(name_or_path).expanduser()
-    if path.exists():
-        return None if (path / "config.json").is_file() else f"{str(path)!r} has no config.json (not a Hugging " \
-            "Face model directory: save one with model.save_pretrained(dir))"
-    local = name_or_path.startswith(("/", "./", "../", "~")) or name_or_path.count("/") != 1
-    if local:
-        return f"the directory {str(path)!r} does not exist"
-    from huggingface_hub import constants, try_to_load_from_cache
-
-    if constants.HF_HUB_OFFLINE and not isinstance(try_to_load_from_cache(name_or_path, "config.json"), str):
-        return (f"{name_or_path!r} is neither a local directory nor in the Hugging Face cache "
-                f"({constants.HF_HUB_CACHE}), and HF_HUB_OFFLINE=1 forbids downloading it")
-    return None

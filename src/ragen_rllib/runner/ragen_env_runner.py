@@ -71,7 +71,7 @@ class RagenEnvRunner(EnvRunner):
         from transformers import AutoTokenizer
 
         from ragen_rllib.engines.factory import make_engine, vllm_available
-        from ragen_rllib.models.tiny import resolve_model
+        from ragen_rllib.models.registry import resolve_model
 
         model = resolve_model(self.config.model_name)
         mc = self.config.model_config or {}

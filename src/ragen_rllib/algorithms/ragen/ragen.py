@@ -81,7 +81,7 @@ class Ragen(Algorithm):
     def _load_tokenizer(self):
         from transformers import AutoTokenizer
 
-        from ragen_rllib.models.tiny import resolve_model
+        from ragen_rllib.models.registry import resolve_model
 
         return AutoTokenizer.from_pretrained(resolve_model(self.config.model_name))
 

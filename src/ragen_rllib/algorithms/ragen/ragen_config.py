@@ -259,13 +259,14 @@ class RagenConfig(AlgorithmConfig, RagenHyperparams):
                     self._value_error(f"RagenConfig: {err}")
 
     def _validate_model(self) -> None:
-        from ragen_rllib.models.tiny import model_problem
+        from ragen_rllib.models.registry import model_problem
 
         name = self.model_name
         problem = "it is empty" if not name else model_problem(name)
         if problem:
             self._value_error(f"RagenConfig: model_config['model']={name!r} cannot be loaded: {problem}. Pass a "
-                              "Hugging Face id, a local model directory or 'tiny:small'")
+                              "Hugging Face id, a local model directory, 'tiny:small' or "
+                              "'gguf:smollm2-135m-instruct'")
 
     def _validate_env(self) -> None:
         """Env modules import, every env resolves, tags parse, and groups split over the runners: here, before

@@ -64,7 +64,7 @@ class RagenTorchRLModule(TorchRLModule, InferenceOnlyAPI):
     def setup(self) -> None:
         from transformers import AutoModelForCausalLM
 
-        from ragen_rllib.models.tiny import resolve_model
+        from ragen_rllib.models.registry import resolve_model
         from ragen_rllib.precision import resolve_dtype, validate_autocast, validate_dtype
 
         cfg = self.model_config or {}
