@@ -8,7 +8,8 @@ Subcommands:
   view        render rollouts (eval's JSONL) as one self-contained HTML page
   play-envs   play every built-in environment with its oracle and a random policy (no LLM, no RL; seconds)
   envs        list the registered environments with their config keys and defaults
-  make-model  build an offline tiny model (optionally warm-started on oracle demonstrations)
+  make-model  build a tiny model or bring a pretrained one (GGUF file, gguf:smollm2-135m-instruct, HF),
+              optionally warm-started on oracle demonstrations
 """
 
 from __future__ import annotations
@@ -86,23 +87,73 @@ def _cmd_envs(args: argparse.Namespace) -> int:
 
 
 def _cmd_make_model(args: argparse.Namespace) -> int:
-    from ragen_rllib.envs.catalog import resolve_env_id
-    from ragen_rllib.models.tiny import build_model
+    from ragen_rllib.agent.config import AgentConfig
+    from ragen_rllib.models.warm_start import WarmStartConfig, resolve_env
 
-    envs = [resolve_env_id(e.strip()) for e in args.warm_start.split(",") if e.strip()]  # fail before building
+    names = [e.strip() for e in args.warm_start.split(",") if e.strip()]
+    for name in names + ([args.eval_env] if args.eval_env else []):  # fail before building anything
+        resolve_env(name)
     if args.noise is not None and not 0.0 <= args.noise <= 1.0:
         raise ValueError(f"--noise={args.noise} is not a probability; pass a value in [0, 1]")
-    out = build_model(args.preset, args.out, seed=args.seed)
-    if envs:
-        from ragen_rllib.models.warm_start import WarmStartConfig, warm_start
-
+    agent = AgentConfig.from_dict(_key_values(args.agent, "--agent"))
+    ws_cfg = None
+    if names:
         noise = {} if args.noise is None else {"noise": args.noise}  # None: WarmStartConfig's default
-        cfg = WarmStartConfig(envs=tuple(envs), episodes_per_env=args.episodes, epochs=args.epochs, seed=args.seed,
-                              eval_episodes=args.eval_episodes, autocast=args.autocast, **noise)
-        report = warm_start(out, cfg, evaluate=not args.no_eval)
+        ws_cfg = WarmStartConfig(envs=tuple(names), episodes_per_env=args.episodes, epochs=args.epochs, seed=args.seed,
+                                 eval_episodes=args.eval_episodes, autocast=args.autocast, lr=args.lr,
+                                 batch_size=args.batch_size, eval_env=args.eval_env, agent=agent, **noise)
+    out = _base_model(args)
+    if ws_cfg is not None:
+        from ragen_rllib.models.warm_start import warm_start
+
+        report = warm_start(out, ws_cfg, evaluate=not args.no_eval)
         print(report.summary())
     print(f"model saved to {out}")
     return 0
+
+
+def _base_model(args: argparse.Namespace):
+    """Write the model to warm-start into ``args.out``: a tiny preset built from scratch, a GGUF file converted, or
+    a copy of a named model (``gguf:...``, a Hugging Face id or directory)."""
+    from pathlib import Path
+
+    if args.from_gguf:
+        from ragen_rllib.models.gguf import convert_gguf, gguf_source
+
+        return convert_gguf(gguf_source(args.from_gguf), args.out)
+    if args.model:
+        from ragen_rllib.models.registry import model_problem, resolve_model
+
+        problem = model_problem(args.model)
+        if problem:
+            raise ValueError(f"--model {args.model}: {problem}")
+        source = Path(resolve_model(args.model))
+        if source.is_dir():
+            import shutil
+
+            shutil.copytree(source, args.out, dirs_exist_ok=True)
+        else:  # a Hugging Face id: load and save
+            from transformers import AutoModelForCausalLM, AutoTokenizer
+
+            AutoModelForCausalLM.from_pretrained(str(source)).save_pretrained(args.out)
+            AutoTokenizer.from_pretrained(str(source)).save_pretrained(args.out)
+        return Path(args.out)
+    from ragen_rllib.models.tiny import build_model
+
+    return build_model(args.preset, args.out, seed=args.seed)
+
+
+def _key_values(items: list[str], flag: str) -> dict:
+    """``["enable_think=false", "max_turns=3"]`` -> typed values (YAML scalars), or a ValueError naming the item."""
+    import yaml
+
+    out = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"{flag} {item!r} is not KEY=VALUE (e.g. {flag} enable_think=false)")
+        out[key.strip()] = yaml.safe_load(value)
+    return out
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -160,18 +211,38 @@ def build_parser() -> argparse.ArgumentParser:
     play.set_defaults(func=_cmd_play_envs)
     envs = sub.add_parser("envs", help="list the built-in environments and their config keys")
     envs.set_defaults(func=_cmd_envs)
-    mm = sub.add_parser("make-model", help="build an offline tiny model (optionally warm-started)")
-    mm.add_argument("--preset", choices=["nano", "small"], default="small", help="model size preset")
+    mm = sub.add_parser("make-model", help="build a tiny model or bring a pretrained one (GGUF, HF), optionally "
+                        "warm-started on oracle demonstrations",
+                        description="Write a Hugging Face model directory to --out: a tiny model built from scratch "
+                        "(--preset), a GGUF file converted (--from-gguf) or a copy of a named model (--model, e.g. "
+                        "gguf:smollm2-135m-instruct); then optionally SFT on oracle demonstrations in the exact "
+                        "rollout format (--warm-start) and an acceptance rollout, recorded in warm_start.json.")
+    source = mm.add_mutually_exclusive_group()
+    source.add_argument("--preset", choices=["nano", "small"], default="small",
+                        help="tiny model size preset, built from scratch (the default source)")
+    source.add_argument("--from-gguf", metavar="FILE", help="convert a GGUF file (llama, qwen2, ...: any architecture "
+                        "transformers reads) into a Hugging Face directory (fp32, tokenizer with chat template)")
+    source.add_argument("--model", metavar="NAME", help="start from a model: gguf:smollm2-135m-instruct (the shipped "
+                        "pretrained instruct model), gguf:FILE, a Hugging Face id or directory")
     mm.add_argument("--out", required=True, help="output directory (save_pretrained layout)")
-    mm.add_argument("--warm-start", default="", metavar="ENV,ENV", help="envs for the SFT warm start, e.g. FrozenLake")
+    mm.add_argument("--warm-start", default="", metavar="ENV,ENV",
+                    help="envs for the SFT warm start: ids, short names or RAGEN tags (FrozenLake, SimpleSokoban)")
     mm.add_argument("--episodes", type=int, default=None, help="demonstration episodes per env")
     mm.add_argument("--epochs", type=int, default=None, help="SFT epochs")
+    mm.add_argument("--lr", type=float, default=None,
+                    help="SFT learning rate (default: 2e-3 from scratch, 2e-5 for a pretrained model)")
+    mm.add_argument("--batch-size", type=int, default=None, help="SFT samples per step (default: 8 / 4 pretrained)")
     mm.add_argument("--seed", type=int, default=0, help="seed of weights, demonstrations and training")
     mm.add_argument("--noise", type=float, default=None,
                     help="probability a demonstrated action is random (default: WarmStartConfig's)")
+    mm.add_argument("--agent", action="append", default=[], metavar="KEY=VALUE",
+                    help="agent setting of the demonstrations and the acceptance rollout (repeatable), e.g. "
+                    "--agent enable_think=false --agent max_turns=3: use the settings you will train with")
     mm.add_argument("--autocast", choices=["auto", "bfloat16", "none"], default="auto",
                     help="bf16 autocast of the SFT forward passes; auto: only on CUDA with bf16 or CPUs with "
                     "AVX512-BF16/AMX, else fp32")
+    mm.add_argument("--eval-env", default=None, help="env of the acceptance rollout (default: FrozenLake-4x4 "
+                    "non-slippery if warm-started on FrozenLake, else the first warm-start env)")
     mm.add_argument("--eval-episodes", type=int, default=64, help="episodes of the acceptance rollout")
     mm.add_argument("--no-eval", action="store_true", help="skip the acceptance rollout after the warm start")
     mm.set_defaults(func=_cmd_make_model)

@@ -1,4 +1,5 @@
-"""Tokenizers with two different chat templates: the tiny model's ChatML and a Llama-3 style one."""
+"""Tokenizers with three chat templates: the tiny model's ChatML, a Llama-3 style one, and the real pretrained
+SmolLM2-135M-Instruct's own (ChatML with a default system prompt, pad = eos, a BPE vocabulary of 49,152)."""
 
 import copy
 
@@ -34,6 +35,14 @@ def llama3_tokenizer(chatml_tokenizer):
     return tok
 
 
-@pytest.fixture(params=["chatml", "llama3"])
-def tokenizer(request, chatml_tokenizer, llama3_tokenizer):
-    return chatml_tokenizer if request.param == "chatml" else llama3_tokenizer
+@pytest.fixture(scope="session")
+def smollm2_tokenizer():
+    """The shipped pretrained model's tokenizer, from its converted directory (converted once per cache)."""
+    from ragen_rllib.models.registry import resolve_model
+
+    return AutoTokenizer.from_pretrained(resolve_model("gguf:smollm2-135m-instruct"))
+
+
+@pytest.fixture(params=["chatml", "llama3", "smollm2"])
+def tokenizer(request):
+    return request.getfixturevalue(f"{request.param}_tokenizer")

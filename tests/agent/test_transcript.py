@@ -161,3 +161,20 @@ def test_tokenizer_without_template_is_rejected(chatml_tokenizer):
     tok.chat_template = None
     with pytest.raises(ValueError, match="chat_template"):
         ChatFormat(tok)
+
+
+def test_smollm2_template_quirks_are_handled(smollm2_tokenizer):
+    """SmolLM2's template adds a default system prompt ("You are a helpful AI assistant named SmolLM...") when the
+    conversation has none, its pad token is its EOS (<|im_end|>), and its tokenizer adds no BOS. The transcript
+    always sends the env's system prompt, so the default never appears; plain text encodes without special tokens."""
+    tok = smollm2_tokenizer
+    assert tok.pad_token_id == tok.eos_token_id == tok.convert_tokens_to_ids("<|im_end|>")
+    default = tok.apply_chat_template([{"role": "user", "content": "hi"}], tokenize=False)
+    assert "named SmolLM" in default  # the quirk exists...
+    chat = ChatFormat(tok, prefill="<answer>")
+    tr = Transcript(chat, AgentConfig(enable_think=False), SYSTEM)
+    first = tr.next_prompt(users(1)[0])
+    text = tok.decode(first)
+    assert "SmolLM" not in text and text.startswith("<|im_start|>system\n" + SYSTEM)  # ...and never reaches us
+    assert chat.encode("Up || Left") == tok("Up || Left")["input_ids"]  # no BOS added by default either
+    assert tok.bos_token_id not in chat.encode("<answer> Up </answer>")

@@ -5,7 +5,7 @@ from transformers import AutoModelForCausalLM
 
 from ragen_rllib.logprobs import gather_token_logprobs
 from ragen_rllib.models import tiny
-from ragen_rllib.models.sft import length_buckets, pad_batch, sft_train
+from ragen_rllib.models.sft import length_buckets, pad_batch, sft_train, token_logprobs
 
 
 def test_pad_batch_and_buckets():
@@ -17,6 +17,21 @@ def test_pad_batch_and_buckets():
     batches = length_buckets(lengths, 3, np.random.default_rng(0))
     assert sorted(i for b in batches for i in b) == list(range(6))
     assert sorted(sorted(lengths[i] for i in b) for b in batches) == [[1, 2, 3], [48, 49, 50]]
+
+
+def test_sft_log_probs_take_the_chunked_path_with_equal_results():
+    """No [B, T, V] logits in the warm start (a real vocabulary makes them GBs), and the same values."""
+    model = AutoModelForCausalLM.from_pretrained(tiny.tiny_model_path("nano"))
+    ids = torch.randint(0, model.config.vocab_size, (3, 600), generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        full = gather_token_logprobs(model(input_ids=ids).logits, ids)
+        chunked = token_logprobs(model, ids)
+    assert full.shape == chunked.shape and torch.allclose(full, chunked, atol=1e-5)
+    calls = []
+    model.lm_head.register_forward_hook(lambda mod, inp, out: calls.append(inp[0].shape))
+    with torch.no_grad():
+        token_logprobs(model, ids)
+    assert not calls  # the head's weight is read in vocabulary slices, never called on all positions at once
 
 
 def test_sft_learns_masked_tokens_only():

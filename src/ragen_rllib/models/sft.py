@@ -7,7 +7,10 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-from ragen_rllib.logprobs import gather_token_logprobs, masked_mean
+from ragen_rllib.logprobs import chunked_token_logprobs, gather_token_logprobs, masked_mean
+
+#: positions per chunk of vocabulary-sized logits (a real vocabulary: 49,152 x 4 bytes per position otherwise)
+LOGPROB_CHUNK = 256
 
 
 def pad_batch(samples: Sequence[dict], pad_id: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -75,8 +78,8 @@ def sft_train(
         with torch.autocast(device.type, dtype=amp or torch.bfloat16, enabled=amp is not None):
             # Right padding + causal attention: real tokens never see the padding, so no mask is needed
             # (and without one SDPA takes its fast causal path, ~1.5-2x faster on CPU).
-            logits = model(input_ids=ids).logits
-        loss = -masked_mean(gather_token_logprobs(logits, ids), mask)
+            logp = token_logprobs(model, ids)
+        loss = -masked_mean(logp, mask)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
@@ -86,3 +89,16 @@ def sft_train(
         bar.set_postfix(loss=f"{losses[-1]:.3f}")
     model.eval()
     return losses
+
+
+def token_logprobs(model: torch.nn.Module, ids: torch.Tensor) -> torch.Tensor:
+    """``[B, T]`` log-probs of ``ids`` under ``model`` (0 at t = 0). A causal LM with a plain linear head takes the
+    chunked path (:func:`ragen_rllib.logprobs.chunked_token_logprobs`: no ``[B, T, V]`` logits, equal results);
+    models that post-process logits (``final_logit_softcapping``) the full one."""
+    decoder = getattr(model, "get_decoder", lambda: None)()
+    head = model.get_output_embeddings()
+    softcap = getattr(model.config.get_text_config(), "final_logit_softcapping", None)
+    if decoder is None or not isinstance(head, torch.nn.Linear) or softcap:
+        return gather_token_logprobs(model(input_ids=ids).logits, ids)
+    hidden = decoder(input_ids=ids).last_hidden_state
+    return chunked_token_logprobs(hidden, head, ids, chunk=LOGPROB_CHUNK)[0]

@@ -1,9 +1,12 @@
 """Supervised warm start of a model on oracle demonstrations, plus the acceptance rollout.
 
-``ragen-rllib make-model --preset small --out DIR --warm-start FrozenLake`` runs :func:`warm_start`:
-demonstrations in the exact rollout transcript format (:mod:`ragen_rllib.models.demonstrations`), SFT with the
-loss on assistant tokens only (:func:`ragen_rllib.models.sft.sft_train`), the weights saved back to DIR, then
-a rollout with the Hugging Face engine on FrozenLake-4x4 (non-slippery) that reports parse rate and success.
+``ragen-rllib make-model --preset small --out DIR --warm-start FrozenLake`` (a tiny model built from scratch) and
+``ragen-rllib make-model --model gguf:smollm2-135m-instruct --out DIR --warm-start SimpleSokoban`` (a pretrained
+model) run :func:`warm_start`: demonstrations in the exact rollout transcript format
+(:mod:`ragen_rllib.models.demonstrations`), SFT with the loss on assistant tokens only
+(:func:`ragen_rllib.models.sft.sft_train`), the weights saved back to DIR, then an acceptance rollout with the
+Hugging Face engine (FrozenLake-4x4 non-slippery for FrozenLake, else the first warm-start env) that reports parse
+rate and success. Envs are given by id, short name (``FrozenLake``) or RAGEN tag (``SimpleSokoban``).
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ EVAL_ENV = "ragen/FrozenLake-v0"
 EVAL_ENV_CONFIG = {"size": 4, "is_slippery": False}
 EVAL_SEED = 123
 REPORT_FILE = "warm_start.json"
+TINY_MARKER = "ragen_tiny.json"  # written by ragen_rllib.models.tiny.build_model: a model built from scratch
 
 
 @dataclass(frozen=True)
@@ -27,19 +31,21 @@ class WarmStartConfig:
     """Settings of a warm start.
 
     Attributes:
-        envs: env ids or short names (``FrozenLake``) to demonstrate.
-        env_configs: env_config per env id or short name (default: each env's defaults).
+        envs: env ids, short names (``FrozenLake``) or RAGEN tags (``SimpleSokoban``) to demonstrate.
+        env_configs: env_config per env id, short name or tag (default: each env's defaults, or the tag's).
         episodes_per_env: demonstration episodes per env (None: the default below).
         epochs: SFT epochs over the demonstrations (None: the default below).
         seed: seed of demonstrations, shuffling and the evaluation sampling.
         noise: probability a demonstrated action is random instead of the oracle's.
-        lr: peak AdamW learning rate (cosine decay).
-        batch_size: samples per optimizer step.
+        lr: peak AdamW learning rate (cosine decay); None: ``LR_FROM_SCRATCH`` for a model built from scratch
+            (``tiny:`` presets), ``LR_PRETRAINED`` for a pretrained one.
+        batch_size: samples per optimizer step (None: ``BATCH_FROM_SCRATCH`` / ``BATCH_PRETRAINED``).
         autocast: ``"auto"`` | ``"bfloat16"`` | None/``"none"``: bfloat16 autocast of the SFT forward passes
             (fp32 master weights; saved weights stay fp32), resolved per machine by :mod:`ragen_rllib.precision`
             (``"auto"``: bf16 only on CUDA with bf16 or CPUs with AVX512-BF16/AMX, else fp32).
         eval_episodes: episodes of the acceptance rollout.
-        eval_env: env id or short name of the acceptance rollout (default FrozenLake-4x4, non-slippery).
+        eval_env: env id, short name or tag of the acceptance rollout (None: FrozenLake-4x4 non-slippery when
+            FrozenLake is among the warm-start envs, else the first warm-start env with its config).
         eval_env_config: its env_config (None: ``EVAL_ENV_CONFIG`` for the default env, else the env's defaults).
         eval_temperature: sampling temperature of the acceptance rollout (RAGEN validation: 0.5).
         agent: the agent layer settings shared by demonstrations and the rollout.
@@ -51,33 +57,42 @@ class WarmStartConfig:
     epochs: int | None = None
     seed: int = 0
     noise: float = 0.15
-    lr: float = 2e-3
-    batch_size: int = 8
+    lr: float | None = None
+    batch_size: int | None = None
     autocast: str | None = "auto"
     eval_episodes: int = 64
-    eval_env: str = EVAL_ENV
+    eval_env: str | None = None
     eval_env_config: dict | None = None
     eval_temperature: float = 0.5
     agent: AgentConfig = field(default_factory=AgentConfig)
 
     DEFAULT_EPISODES = 640  # per env (small preset: ~4 min of SFT on 2 CPU cores)
     DEFAULT_EPOCHS = 2
+    LR_FROM_SCRATCH = 2e-3  # the tiny presets (random weights) need a high rate to learn the format
+    LR_PRETRAINED = 2e-5  # a pretrained model: 2e-3 destroys it (SmolLM2-135M learns the format at 2e-5)
+    BATCH_FROM_SCRATCH = 8
+    BATCH_PRETRAINED = 4
 
     def __post_init__(self) -> None:
         from ragen_rllib.precision import validate_autocast
 
         validate_autocast(self.autocast, "WarmStartConfig.autocast")
 
-    def resolved(self) -> WarmStartConfig:
+    def resolved(self, pretrained: bool = False) -> WarmStartConfig:
+        """Every None replaced by its default (``pretrained``: the model was not built from scratch)."""
         from dataclasses import replace
 
+        lr = self.LR_PRETRAINED if pretrained else self.LR_FROM_SCRATCH
+        batch = self.BATCH_PRETRAINED if pretrained else self.BATCH_FROM_SCRATCH
         return replace(self, episodes_per_env=self.episodes_per_env or self.DEFAULT_EPISODES,
-                       epochs=self.epochs or self.DEFAULT_EPOCHS)
+                       epochs=self.epochs or self.DEFAULT_EPOCHS, lr=self.lr or lr,
+                       batch_size=self.batch_size or batch)
 
 
 @dataclass
 class WarmStartReport:
-    """What a warm start did and how the model does afterwards."""
+    """What a warm start did (on which base model, with which data, steps, precision and CPU) and how the model
+    does afterwards (the acceptance rollout)."""
 
     envs: list[str]
     demo_episodes: int
@@ -89,10 +104,13 @@ class WarmStartReport:
     train_seconds: float
     eval: dict[str, float] = field(default_factory=dict)
     eval_seconds: float = 0.0
-    eval_env: str = EVAL_ENV
-    eval_env_config: dict = field(default_factory=lambda: dict(EVAL_ENV_CONFIG))
+    eval_env: str = ""
+    eval_env_config: dict = field(default_factory=dict)
     precision: str = "float32"  # what the SFT forward passes ran in: "bfloat16" (autocast) or "float32"
     cpu: dict = field(default_factory=dict)  # ragen_rllib.precision.cpu_info() of the machine that trained
+    base_model: str = ""  # what was warm-started: "from scratch" (tiny preset) or the model's name
+    lr: float = 0.0
+    batch_size: int = 0
 
     def summary(self) -> str:
         lines = [
@@ -117,17 +135,16 @@ def warm_start(model_dir: str | Path, cfg: WarmStartConfig, evaluate: bool = Tru
 
     from ragen_rllib.agent.chat_format import ChatFormat
     from ragen_rllib.agent.prompts import generation_prefill
-    from ragen_rllib.envs.catalog import resolve_env_id
     from ragen_rllib.models.demonstrations import DemoPolicy, demonstrations
     from ragen_rllib.models.sft import sft_train
     from ragen_rllib.precision import cpu_info, resolve_autocast
 
-    cfg = cfg.resolved()
-    env_ids = [resolve_env_id(e) for e in cfg.envs]
     model_dir = Path(model_dir)
+    from_scratch = (model_dir / TINY_MARKER).exists()
+    cfg = cfg.resolved(pretrained=not from_scratch)
+    env_ids, env_configs = resolve_envs(cfg)
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
     chat = ChatFormat(tokenizer, prefill=generation_prefill(cfg.agent))
-    env_configs = {resolve_env_id(name): dict(conf) for name, conf in cfg.env_configs.items()}
     episodes = list(demonstrations(env_ids, chat, cfg.agent, DemoPolicy(noise=cfg.noise), cfg.episodes_per_env,
                                    cfg.seed, env_configs=env_configs))
     samples = [{"input_ids": s.input_ids, "loss_mask": s.loss_mask} for ep in episodes for s in ep.samples()]
@@ -142,14 +159,15 @@ def warm_start(model_dir: str | Path, cfg: WarmStartConfig, evaluate: bool = Tru
         envs=env_ids, demo_episodes=len(episodes), samples=len(samples),
         trained_tokens=sum(sum(s["loss_mask"]) for s in samples), steps=len(losses),
         first_loss=losses[0], last_loss=losses[-1], train_seconds=time.perf_counter() - start,
-        precision=precision, cpu=cpu_info(),
+        precision=precision, cpu=cpu_info(), lr=cfg.lr, batch_size=cfg.batch_size,
+        base_model="from scratch" if from_scratch else _base_name(model_dir),
     )
     model.save_pretrained(model_dir, safe_serialization=True)
+    report.eval_env, report.eval_env_config = eval_env(cfg)
     if evaluate:
         start = time.perf_counter()
         report.eval = evaluate_model(model, tokenizer, cfg)
         report.eval_seconds = time.perf_counter() - start
-        report.eval_env, report.eval_env_config = eval_env(cfg)
     (model_dir / REPORT_FILE).write_text(json.dumps({"config": _jsonable(cfg), "report": asdict(report)}, indent=2))
     return report
 
@@ -173,13 +191,51 @@ def evaluate_model(model, tokenizer, cfg: WarmStartConfig) -> dict[str, float]:
     return summarize(rollout(engine, chat, envs, seeds, cfg.agent, sampling))
 
 
-def eval_env(cfg: WarmStartConfig) -> tuple[str, dict]:
-    """The acceptance rollout's env id and env_config."""
+def resolve_env(name: str) -> tuple[str, dict]:
+    """A RAGEN tag (``SimpleSokoban``: its env id and config), a gymnasium id or a short name (its defaults)."""
     from ragen_rllib.envs.catalog import resolve_env_id
+    from ragen_rllib.envs.tags import RAGEN_TAGS
 
-    env_id = resolve_env_id(cfg.eval_env)
-    default = EVAL_ENV_CONFIG if env_id == EVAL_ENV else {}
-    return env_id, dict(default if cfg.eval_env_config is None else cfg.eval_env_config)
+    if name in RAGEN_TAGS:
+        return RAGEN_TAGS[name].env, dict(RAGEN_TAGS[name].env_config)
+    try:
+        return resolve_env_id(name), {}
+    except ValueError as err:
+        raise ValueError(f"{err}, or a RAGEN tag: {sorted(RAGEN_TAGS)}") from None
+
+
+def resolve_envs(cfg: WarmStartConfig) -> tuple[list[str], dict[str, dict]]:
+    """The warm start's env ids and their env_configs (a tag's settings, updated by ``cfg.env_configs``)."""
+    env_ids, configs = [], {}
+    for name in cfg.envs:
+        env_id, conf = resolve_env(name)
+        extra = cfg.env_configs.get(name, cfg.env_configs.get(env_id, {}))
+        conf = {**conf, **extra}
+        if env_id in configs and configs[env_id] != conf:
+            raise ValueError(f"warm-start envs {list(cfg.envs)} name {env_id} twice with different settings; "
+                             "warm-start on one of them")
+        if env_id not in configs:
+            env_ids.append(env_id)
+        configs[env_id] = conf
+    return env_ids, configs
+
+
+def eval_env(cfg: WarmStartConfig) -> tuple[str, dict]:
+    """The acceptance rollout's env id and env_config (see ``WarmStartConfig.eval_env``)."""
+    if cfg.eval_env is not None:
+        env_id, conf = resolve_env(cfg.eval_env)
+    else:
+        env_ids, configs = resolve_envs(cfg)
+        env_id, conf = (EVAL_ENV, EVAL_ENV_CONFIG) if EVAL_ENV in env_ids else (env_ids[0], configs[env_ids[0]])
+    if env_id == EVAL_ENV and cfg.eval_env_config is None:
+        conf = EVAL_ENV_CONFIG
+    return env_id, dict(conf if cfg.eval_env_config is None else cfg.eval_env_config)
+
+
+def _base_name(model_dir: Path) -> str:
+    """The pretrained model's own name (config.json's ``_name_or_path``) or the directory's."""
+    config = json.loads((model_dir / "config.json").read_text())
+    return str(config.get("_name_or_path") or config.get("name_or_path") or model_dir.name)
 
 
 def _jsonable(cfg: WarmStartConfig) -> dict:
