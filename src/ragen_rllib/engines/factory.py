@@ -25,5 +25,5 @@ def make_engine(backend: str, model: str, **kwargs) -> GenerationEngine:
         return VLLMEngine(model, **kwargs)
     from ragen_rllib.engines.hf_engine import HFEngine
 
-    hf_kwargs = {k: v for k, v in kwargs.items() if k in ("dtype", "device", "max_batch_size")}
+    hf_kwargs = {k: v for k, v in kwargs.items() if k in ("dtype", "device", "max_batch_size", "num_threads")}
     return HFEngine(model, **hf_kwargs)

@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 
 import torch
 
-from ragen_rllib.engines.base import FINISH_LENGTH, FINISH_STOP, Generation, SamplingConfig
+from ragen_rllib.engines.base import FINISH_LENGTH, FINISH_STOP, Generation, SamplingConfig, set_cpu_threads
 
 
 class HFEngine:
@@ -20,15 +20,18 @@ class HFEngine:
             :func:`ragen_rllib.precision.resolve_dtype` (CPU: float32; the learner keeps fp32 weights
             and synced weights are cast on load).
         max_batch_size: prompts per ``generate`` call (bigger batches are chunked).
+        num_threads: torch CPU threads of this process (None: unchanged).
 
     Log-probs are ``log_softmax(logits / temperature)`` of the sampled id over the full vocabulary
     (temperature 0 = greedy, log-probs at temperature 1), i.e. before top-p/top-k filtering.
     """
 
     def __init__(self, model, tokenizer=None, device: str = "cpu", dtype: torch.dtype | str = "auto",
-                 max_batch_size: int = 64) -> None:
+                 max_batch_size: int = 64, num_threads: int | None = None) -> None:
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
+        if device == "cpu":
+            set_cpu_threads(num_threads)
         if isinstance(model, str):
             tokenizer = tokenizer or AutoTokenizer.from_pretrained(model)
             if isinstance(dtype, str):

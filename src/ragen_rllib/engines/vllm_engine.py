@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 
 import torch
 
-from ragen_rllib.engines.base import FINISH_LENGTH, FINISH_STOP, Generation, SamplingConfig
+from ragen_rllib.engines.base import FINISH_LENGTH, FINISH_STOP, Generation, SamplingConfig, set_cpu_threads
 
 EXTENSION = "ragen_rllib.engines.vllm_worker.WeightReloadExtension"
 
@@ -39,15 +39,19 @@ class VLLMEngine:
         seed: engine seed.
         enforce_eager: no CUDA graphs / compilation (fast start).
         kv_cache_gib: KV-cache size on CPU (``VLLM_CPU_KVCACHE_SPACE``), unless the user set it.
+        num_threads: CPU threads of an in-process CPU engine (None: the process's torch threads, i.e.
+            ``OMP_NUM_THREADS``). Measured on 2 cores (Xeon with AMX), SmolLM2-135M, 32 prompts x 64 tokens: fp32
+            128 tokens/s on 1 thread, 158 on 2; bf16 weights 306 and 501.
         llm_kwargs: anything else ``vllm.LLM`` takes.
     """
 
     def __init__(self, model: str, *, dtype: str = "auto", max_model_len: int = 4096,
                  gpu_memory_utilization: float = 0.5, seed: int = 0, enforce_eager: bool = True,
-                 kv_cache_gib: int = 1, **llm_kwargs) -> None:
+                 kv_cache_gib: int = 1, num_threads: int | None = None, **llm_kwargs) -> None:
         if _cpu_only():
             os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
             os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", str(kv_cache_gib))
+            set_cpu_threads(num_threads)
         from vllm import LLM
 
         from ragen_rllib.precision import resolve_dtype

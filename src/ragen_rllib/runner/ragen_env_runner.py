@@ -81,6 +81,8 @@ class RagenEnvRunner(EnvRunner):
             kwargs.setdefault("max_model_len", self.agent_cfg.max_model_len)  # vLLM places itself on its GPU
         else:
             kwargs.setdefault("device", engine_device(self.config.num_gpus_per_env_runner))
+        if not self.config.num_gpus_per_env_runner:
+            kwargs.setdefault("num_threads", engine_threads(self.config.num_cpus_per_env_runner))
         self.engine = make_engine(self.config.engine, model, **kwargs)
         self.chat = ChatFormat(AutoTokenizer.from_pretrained(model), prefill=generation_prefill(self.agent_cfg))
 
@@ -223,3 +225,9 @@ def engine_device(num_gpus: float) -> str:
     import torch
 
     return "cuda" if num_gpus and torch.cuda.is_available() else "cpu"
+
+
+def engine_threads(num_cpus: float | None) -> int:
+    """CPU threads of a CPU runner's engine: the CPUs Ray reserves for the runner (``num_cpus_per_env_runner``,
+    RLlib's default 1), so a runner never uses more cores than its resource request says."""
+    return max(1, int(num_cpus or 1))
