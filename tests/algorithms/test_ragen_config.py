@@ -114,6 +114,17 @@ def test_every_hyperparameter_is_typed_with_a_default_and_a_meaning():
      r"model_config\['dtype'\]='fp8' is invalid.*'auto', 'float32', 'bfloat16', 'float16'"),
     (lambda c: c.rl_module(model_config={"model": "tiny:nano", "autocast": "fp16"}),
      r"model_config\['autocast'\]='fp16' is invalid.*'auto', 'bfloat16', 'none'"),
+    (lambda c: c.training(max_tokens_per_micro_batch=0), "max_tokens_per_micro_batch=0 is invalid.*None"),
+    (lambda c: c.training(learner_memory_gib="8"), "learner_memory_gib='8'.*type float"),
+    (lambda c: c.training(learner_memory_gib=0.0), "learner_memory_gib=0.0 is invalid"),
+    # the learner memory estimate, before any actor starts: tiny:small's weights and state fit in 0.5 GiB,
+    # the runtime around them does not
+    (lambda c: c.rl_module(model_config={"model": "tiny:small"}).training(learner_memory_gib=0.5),
+     r"max_model_len=3600: one row of 3600 tokens needs an estimated .* GiB.*over learner_memory_gib=0.5 GiB.*"
+     r"raise learner_memory_gib to"),
+    (lambda c: c.training(learner_memory_gib=2.0, max_tokens_per_micro_batch=10**7),
+     r"max_tokens_per_micro_batch=10000000: a micro-batch of 10000000 tokens.*lower max_tokens_per_micro_batch "
+     r"to \d+"),
 ])
 def test_validate_names_key_value_and_fix(change, match):
     with pytest.raises(ValueError, match=match):
@@ -124,6 +135,15 @@ def test_validate_names_key_value_and_fix(change, match):
 @pytest.mark.parametrize("autocast", ["auto", "bfloat16", "none", None])
 def test_every_precision_setting_validates(dtype, autocast):
     tiny().rl_module(model_config={"model": "tiny:nano", "dtype": dtype, "autocast": autocast}).validate()
+
+
+def test_the_learner_memory_check_resolves_a_budget_that_grows_with_the_memory():
+    from ragen_rllib.algorithms.ragen.memory import check_config
+
+    budgets = [check_config(tiny().training(learner_memory_gib=gib)) for gib in (2.0, 3.0, 4.0)]
+    assert budgets == sorted(budgets) and budgets[0] < budgets[-1] and budgets[0] >= 3600
+    assert check_config(tiny().training(learner_memory_gib=2.0, max_tokens_per_micro_batch=4096)) == 4096
+    tiny().training(learner_memory_gib=2.0, max_tokens_per_micro_batch=4096).validate()
 
 
 def test_model_config_defaults_follow_the_estimator():

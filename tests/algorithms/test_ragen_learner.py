@@ -1,5 +1,6 @@
 """The learner's no-grad preparation: where old log-probs come from, and when the extra pass runs."""
 
+import copy
 from types import SimpleNamespace
 
 import pytest
@@ -164,3 +165,71 @@ def gather_logprobs(lm, ids):
     from ragen_rllib.logprobs import gather_token_logprobs
 
     return gather_token_logprobs(lm(input_ids=ids).logits, ids)
+
+
+def right_padded_batch():
+    """Six right-padded rows of lengths 10, 4, 7, 3, 9, 5 (width 10), the driver's columns as numpy."""
+    torch.manual_seed(0)
+    lengths = torch.tensor([10, 4, 7, 3, 9, 5])
+    real = (torch.arange(10).unsqueeze(0) < lengths.unsqueeze(1)).float()
+    mask = real.clone()
+    mask[:, :2] = 0  # the prompt
+    ids = torch.randint(0, 1000, (6, 10)) * real.long()
+    return {K.INPUT_IDS: ids, K.ATTENTION_MASK: real, K.LOSS_MASK: mask,
+            K.ADVANTAGES: torch.randn(6, 1) * mask, K.SAMPLE_LOGPROBS: -torch.rand(6, 10) * mask,
+            K.LOSS_SCALE: torch.ones(6), K.MICRO_WEIGHT: torch.ones(6), K.TURN_ENDS: torch.full((6, 10), -1)}
+
+
+def test_the_no_grad_pass_on_token_packed_micro_batches_equals_one_pass(module):
+    cols = right_padded_batch()
+    cfg = SimpleNamespace(old_logprobs="learner", adv_estimator="grpo", use_kl_loss=True, micro_batch_size=6)
+    ref = copy.deepcopy(module.lm)
+    with torch.no_grad():
+        for p in ref.parameters():
+            p.mul_(0.9)  # a reference policy other than the current one
+    whole = prepare_columns(module, dict(cols), cfg, ref_lm=ref)
+    cfg.micro_batch_size = 3
+    # micro-batches [0], [4], [2, 5], [1, 3], cut to 10, 9, 7 and 4 positions
+    packed = prepare_columns(module, dict(cols), cfg, ref_lm=ref, max_tokens=16)
+    for key in (K.OLD_LOGPROBS, K.REF_LOGPROBS):
+        torch.testing.assert_close(packed[key], whole[key], atol=1e-5, rtol=1e-5)
+        assert torch.count_nonzero(whole[key]) > 0
+
+
+def test_select_rows_cuts_token_columns_only():
+    from ragen_rllib.algorithms.ragen.ragen_learner import select_rows
+
+    cols = right_padded_batch()
+    part = select_rows(cols, torch.tensor([1, 3]), 4)
+    assert part[K.INPUT_IDS].shape == (2, 4) and part[K.LOSS_MASK].shape == (2, 4)
+    assert torch.equal(part[K.INPUT_IDS], cols[K.INPUT_IDS][[1, 3], :4])
+    assert part[K.TURN_ENDS].shape == (2, 10) and part[K.LOSS_SCALE].shape == (2,)  # [B, N] and [B] kept whole
+
+
+@pytest.mark.parametrize("agg", ["token-mean", "seq-mean-token-sum-norm"])
+def test_token_packed_update_takes_the_same_step_as_one_pass(agg):
+    """micro_batch_size=6 without a token limit (one pass over the whole width) == micro-batches of at most
+    3 rows and 16 tokens, each cut to its longest row: the same weights and gradient norm after the step."""
+    from ray.rllib.core import DEFAULT_MODULE_ID
+    from ray.rllib.policy.sample_batch import MultiAgentBatch, SampleBatch
+
+    from ragen_rllib import RagenConfig
+
+    cols = {k: v.numpy() for k, v in right_padded_batch().items() if k != K.TURN_ENDS}
+    params, norms, counts = [], [], []
+    for micro, budget in ((6, 60), (3, 16)):
+        config = (RagenConfig().environment("ragen/FrozenLake-v0")
+                  .rl_module(model_config={"model": "tiny:nano", "autocast": None})
+                  .training(adv_estimator="grpo", micro_batch_size=micro, max_tokens_per_micro_batch=budget,
+                            loss_agg_mode=agg, lr=1e-2, grad_clip=None, entropy_coeff=0.01))
+        learner = config.build_learner(spaces={DEFAULT_MODULE_ID: (text_space(), text_space())})
+        result = learner.update(batch=MultiAgentBatch({DEFAULT_MODULE_ID: SampleBatch(dict(cols))}, env_steps=6),
+                                minibatch_size=6, num_epochs=1, num_total_minibatches=1)
+        module = learner.module[DEFAULT_MODULE_ID].unwrapped()
+        params.append(torch.cat([p.detach().flatten() for p in module.lm.parameters()]))
+        norms.append(result[DEFAULT_MODULE_ID][K.GRAD_NORM].peek())
+        counts.append(result[DEFAULT_MODULE_ID][K.MICRO_BATCHES].peek())
+        assert result[DEFAULT_MODULE_ID][K.MICRO_BATCH_TOKENS].peek() == budget
+    assert counts == [1, 4]  # rows [0] (10 tokens), [4] (9), [2, 5] (2 x 7), [1, 3] (2 x 4) under 16 tokens
+    torch.testing.assert_close(params[1], params[0], atol=1e-4, rtol=1e-4)
+    assert norms[1] == pytest.approx(norms[0], rel=1e-4)

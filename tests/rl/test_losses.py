@@ -14,6 +14,7 @@ from ragen_rllib.rl.losses import (
     policy_loss,
     value_loss,
 )
+from ragen_rllib.rl.micro_batches import pack_by_tokens
 
 
 def test_aggregation_modes():
@@ -85,6 +86,39 @@ def test_micro_batch_weights_make_micro_losses_add_up_to_the_minibatch_loss(mode
     parts = [aggregate(loss, m, mode) for loss, m in zip(loss_mat.split(micro), mask.split(micro))]
     total = sum(float(w) * float(p) for w, p in zip(weights, parts))
     assert total == pytest.approx(float(aggregate(loss_mat, mask, mode)), abs=1e-9)
+
+
+@pytest.mark.parametrize("mode", AGG_MODES)
+def test_token_packed_trimmed_micro_batches_add_up_to_the_minibatch_loss_and_gradient(mode):
+    """An uneven packing by tokens (pack_by_tokens), each micro-batch cut to its longest row: the weighted
+    micro-batch losses and their gradients equal the whole minibatch's, for every aggregation mode."""
+    torch.manual_seed(1)
+    lengths = torch.tensor([5, 3, 8, 2, 8, 1])
+    real = torch.arange(9).unsqueeze(0) < lengths.unsqueeze(1)  # right-padded rows of width 9
+    mask = (real & (torch.rand(6, 9) > 0.3)).float()
+    mask[1] = 0  # a row without trained tokens
+    logp = (-torch.rand(6, 9, dtype=torch.float64)).requires_grad_()
+    old, adv = -torch.rand(6, 9, dtype=torch.float64), torch.randn(6, 9, dtype=torch.float64)
+    parts = pack_by_tokens(lengths, max_tokens=16, max_rows=4)
+    assert [p.tolist() for p in parts] == [[2, 4], [0, 1, 3], [5]]  # uneven: 2, 3 and 1 rows
+    widths = [int(lengths[p].max()) for p in parts]
+    weights = micro_batch_weights(mask, parts, mode, widths=widths)
+    whole, _ = policy_loss(logp, old, adv, mask, agg=mode)
+    (expected_grad,) = torch.autograd.grad(whole, logp)
+    summed = 0.0
+    for w, idx, width in zip(weights, parts, widths):
+        part, _ = policy_loss(logp[idx, :width], old[idx, :width], adv[idx, :width], mask[idx, :width], agg=mode)
+        summed = summed + float(w) * part
+    (grad,) = torch.autograd.grad(summed, logp)
+    # the weights are float32 (as the learner's MICRO_WEIGHT column): equal up to their rounding
+    assert float(summed) == pytest.approx(float(whole), rel=1e-6)
+    torch.testing.assert_close(grad, expected_grad, atol=1e-7, rtol=1e-6)
+    assert torch.count_nonzero(expected_grad) > 0
+
+
+def test_micro_batch_weights_check_their_widths():
+    with pytest.raises(ValueError, match="2 widths for 1 micro-batches"):
+        micro_batch_weights(torch.ones(2, 3), [torch.tensor([0, 1])], "token-mean", widths=[3, 3])
 
 
 def test_micro_batch_weights_of_an_all_masked_batch_are_zero():

@@ -6,6 +6,8 @@ back as detached 0-dim tensors (no host sync here; call ``.item()`` when logging
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import torch
 
 from ragen_rllib.logprobs import masked_mean
@@ -55,30 +57,47 @@ def aggregate(
     return masked_mean(per_seq, m.any(-1))
 
 
-def micro_batch_weights(mask: torch.Tensor, micro_batch_size: int, mode: str = "token-mean") -> torch.Tensor:
+def micro_batch_weights(
+    mask: torch.Tensor,
+    micro_batches: int | Sequence[torch.Tensor],  # rows per contiguous slice, or each micro-batch's row indices
+    mode: str = "token-mean",
+    widths: Sequence[int] | None = None,  # each micro-batch's trimmed width (None: the minibatch's T for all)
+) -> torch.Tensor:
     """Weights that make micro-batch losses add up to the minibatch loss (gradient accumulation).
 
-    Rows ``[i * micro_batch_size, (i + 1) * micro_batch_size)`` form micro-batch ``i``. With ``w`` returned,
-    ``sum_i w[i] * aggregate(loss_i, mask_i, mode) == aggregate(loss, mask, mode)`` for every mode: trained
-    tokens share for ``token-mean``, share of rows with a trained token for the sequence means, 1 for
-    ``seq-mean-token-sum-norm`` (a constant divisor). An all-masked minibatch gives zeros.
+    ``micro_batches`` is an int ``n`` (rows ``[i * n, (i + 1) * n)`` form micro-batch ``i``) or any partition
+    of the rows into index tensors (:func:`ragen_rllib.rl.micro_batches.pack_by_tokens`). Micro-batch ``i`` may be
+    trimmed to its first ``widths[i]`` columns (its rows are right-padded, so no trained token is cut). With
+    ``w`` returned, ``sum_i w[i] * aggregate(loss_i, mask_i, mode) == aggregate(loss, mask, mode)`` for every mode:
+    trained tokens share for ``token-mean``, share of rows with a trained token for the sequence means,
+    ``widths[i] / T`` for ``seq-mean-token-sum-norm`` (its divisor is the width: the micro-batch's own in
+    :func:`aggregate`, the minibatch's ``T`` in the whole loss). An all-masked minibatch gives zeros (except the
+    norm mode, whose loss is then 0 anyway).
 
     Args:
         mask: ``[B, T]`` loss mask of the minibatch.
-        micro_batch_size: rows per micro-batch (>= 1).
+        micro_batches: rows per micro-batch (>= 1), or a list of int64 row-index tensors.
         mode: the aggregation mode (see :func:`aggregate`).
+        widths: per micro-batch, the number of leading columns it keeps (None: all ``T``).
 
     Returns:
-        ``[ceil(B / micro_batch_size)]`` float32 weights.
+        ``[number of micro-batches]`` float32 weights.
     """
     _check_choice("mode", mode, AGG_MODES)
-    if micro_batch_size < 1:
-        raise ValueError(f"micro_batch_size={micro_batch_size} must be >= 1")
+    rows, width = mask.shape[0], mask.shape[-1]
+    if isinstance(micro_batches, int):
+        if micro_batches < 1:
+            raise ValueError(f"micro_batch_size={micro_batches} must be >= 1")
+        micro_batches = list(torch.arange(rows).split(micro_batches))
+    if widths is not None and len(widths) != len(micro_batches):
+        raise ValueError(f"{len(widths)} widths for {len(micro_batches)} micro-batches")
+    if mode == "seq-mean-token-sum-norm":
+        cut = [width] * len(micro_batches) if widths is None else list(widths)
+        return torch.tensor([float(w) / float(width) for w in cut], dtype=torch.float32)
     m = (mask != 0).float()
     per_row = m.sum(-1) if mode == "token-mean" else (m.sum(-1) > 0).float()
-    counts = torch.stack([c.sum() for c in per_row.split(micro_batch_size)])
-    if mode == "seq-mean-token-sum-norm":
-        return torch.ones_like(counts)
+    counts = torch.stack([per_row[idx.to(per_row.device)].sum() for idx in micro_batches]).cpu() \
+        if micro_batches else torch.zeros(0)
     total = counts.sum()
     return counts / total if total > 0 else torch.zeros_like(counts)
 

@@ -128,8 +128,18 @@ class RagenHyperparams:
     kl_type: str = _h('k3', "KL estimator: k1 | k2 | k3 | abs")
     loss_agg_mode: str = _h('token-mean', "loss aggregation: token-mean | seq-mean-token-mean | seq-mean-token-sum")
     micro_batch_size: int = _h(8, (
-        "trajectories per forward/backward pass; gradients accumulate over a minibatch (verl's "
-        "ppo_micro_batch_size_per_gpu; also the chunk of the no-grad pass)"))
+        "at most this many trajectories per forward/backward pass; gradients accumulate over a minibatch (verl's "
+        "ppo_micro_batch_size_per_gpu); max_tokens_per_micro_batch also bounds each pass"))
+    max_tokens_per_micro_batch: int | None = _h(None, (
+        "token budget of one forward/backward pass (verl's ppo_max_token_len_per_gpu with use_dynamic_bsz): each "
+        "minibatch's rows are packed, longest first, into micro-batches of rows x longest row <= this many tokens "
+        "(a longer row goes alone), each cut to its longest row; also the no-grad pass. None: the largest budget "
+        "that fits learner_memory_gib by the learner memory estimate (algorithms/ragen/memory.py); a budget "
+        "that cannot fit fails in validate()"))
+    learner_memory_gib: float | None = _h(None, (
+        "memory one learner may use, in GiB: CPU learners count their process RAM, GPU learners the device's "
+        "memory. None: 40% of the machine's RAM split over its CPU learners (a 24 GiB machine: 9.6 GiB), or 90% "
+        "of the GPU's memory"))
     lr_warmup_steps: int = _h(0, "linear learning-rate warm-up over this many training steps (actor and critic)")
     lr_decay: str = _h('constant', "learning-rate decay after the warm-up: one of ('constant', 'linear', 'cosine')")
     lr_decay_steps: int | None = _h(None, (

@@ -268,6 +268,20 @@ class RagenConfig(AlgorithmConfig, RagenHyperparams):
                               "Hugging Face id, a local model directory, 'tiny:small' or "
                               "'gguf:smollm2-135m-instruct'")
 
+    def _validate_learner_memory(self) -> None:
+        """The learner memory estimate (:mod:`.memory`, from the model's config.json, no weights loaded): a
+        micro-batch budget that fits ``learner_memory_gib``, checked here before any actor starts."""
+        from ragen_rllib.algorithms.ragen.memory import check_config
+
+        for key, low in (("max_tokens_per_micro_batch", 1), ("learner_memory_gib", 0)):
+            value = getattr(self, key)
+            if value is not None and not value > low:
+                self._value_error(f"RagenConfig: {key}={value!r} is invalid: use None (automatic) or a value > {low}")
+        try:
+            check_config(self)
+        except ValueError as err:
+            self._value_error(f"RagenConfig: {err}")
+
     def _validate_env(self) -> None:
         """Env modules import, every env resolves, tags parse, and groups split over the runners: here, before
         any runner tries (see :mod:`.env_tags` and :mod:`ragen_rllib.envs.loading`)."""
@@ -372,3 +386,4 @@ class RagenConfig(AlgorithmConfig, RagenHyperparams):
             self.agent_config()
         except ValueError as err:
             self._value_error(f"RagenConfig: {err}")
+        self._validate_learner_memory()

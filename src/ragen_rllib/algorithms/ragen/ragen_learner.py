@@ -23,6 +23,7 @@ from ray.rllib.utils.annotations import override
 
 from ragen_rllib.algorithms.ragen import keys as K
 from ragen_rllib.algorithms.ragen.estimators import LEARNER, LearnerInputs, estimator
+from ragen_rllib.rl.micro_batches import pack_by_tokens, row_lengths
 from ragen_rllib.rl.schedules import lr_multiplier
 
 
@@ -92,7 +93,7 @@ def uses_reference(config) -> bool:
 
 @torch.no_grad()
 def prepare_columns(module, batch: dict[str, torch.Tensor], config, ref_lm=None,
-                    on_policy: bool = False) -> dict[str, torch.Tensor]:
+                    on_policy: bool = False, max_tokens: int | None = None) -> dict[str, torch.Tensor]:
     """Write the learner's columns of :data:`~.keys.COLUMNS` into ``batch`` (always all of them).
 
     ``batch`` columns are ``[B, T]`` tensors on the learner's device (see :mod:`.batch`). The old log-probs'
@@ -100,6 +101,10 @@ def prepare_columns(module, batch: dict[str, torch.Tensor], config, ref_lm=None,
     the no-grad pass, except ``on_policy`` (see :func:`needs_forward`), where OLD_IS_CURRENT is 1 and the
     loss takes the current log-probs, detached. REF_LOGPROBS (KL), OLD_VALUES and RETURNS (critic
     estimators) are zeros when not used; learner estimators of the table write ADVANTAGES.
+
+    The pass runs on the micro-batches of the update (:func:`~ragen_rllib.rl.micro_batches.pack_by_tokens`: at
+    most ``config.micro_batch_size`` rows and ``max_tokens`` padded tokens, None: no token limit), each cut to its
+    longest row (ATTENTION_MASK; the full width without it); outputs past a row's last real token are 0.
     """
     missing = [key for key in K.LEARNER_INPUTS if key not in batch]
     if missing:
@@ -117,40 +122,61 @@ def prepare_columns(module, batch: dict[str, torch.Tensor], config, ref_lm=None,
     was_training = module.training
     module.eval()
     ids = batch[K.INPUT_IDS]
-    logps, values, refs = [], [], []
-    for start in range(0, ids.shape[0], config.micro_batch_size):
-        chunk = {K.INPUT_IDS: ids[start:start + config.micro_batch_size]}
-        out = module._forward_train(chunk, entropy=False)
-        logps.append(out[K.LOGPROBS].float())
+    lengths = row_lengths(batch.get(K.ATTENTION_MASK), *ids.shape)
+    logps, values, refs = zeros.clone(), zeros.clone(), zeros.clone()
+    for part in pack_by_tokens(lengths, max_tokens, config.micro_batch_size):
+        width = max(int(lengths[part].max()), 1)
+        idx = part.to(ids.device)
+        chunk = ids[idx, :width]
+        out = module._forward_train({K.INPUT_IDS: chunk}, entropy=False)
+        logps[idx, :width] = out[K.LOGPROBS].float()
         if K.VALUES in out:
-            values.append(out[K.VALUES].float())
+            values[idx, :width] = out[K.VALUES].float()
         if uses_reference(config):
-            refs.append(_reference_logprobs(module, ref_lm, chunk[K.INPUT_IDS]))
+            refs[idx, :width] = _reference_logprobs(module, ref_lm, chunk)
     if was_training:
         module.train()
     if config.old_logprobs == "learner" and not current:
-        batch[K.OLD_LOGPROBS] = torch.cat(logps) * mask
-    if refs:
-        batch[K.REF_LOGPROBS] = torch.cat(refs) * mask
+        batch[K.OLD_LOGPROBS] = logps * mask
+    if uses_reference(config):
+        batch[K.REF_LOGPROBS] = refs * mask
     row = estimator(config.adv_estimator)
     if row.where == LEARNER:
-        vals = torch.cat(values) * mask
-        inputs = LearnerInputs(batch=batch, values=vals, logprobs=torch.cat(logps), config=config)
+        vals = values * mask
+        inputs = LearnerInputs(batch=batch, values=vals, logprobs=logps, config=config)
         batch[K.OLD_VALUES] = vals
         batch[K.ADVANTAGES], batch[K.RETURNS] = row.compute(inputs)
     return batch
 
 
-def _reference_logprobs(module, ref_lm, ids: torch.Tensor) -> torch.Tensor:
-    """Token log-probs of the reference policy: the frozen copy ``ref_lm``, or with LoRA the base model
-    (the module's LM with its adapter disabled)."""
-    from ragen_rllib.logprobs import gather_token_logprobs
+def select_rows(columns: dict[str, torch.Tensor], rows: torch.Tensor, width: int) -> dict[str, torch.Tensor]:
+    """One micro-batch of a minibatch: rows ``rows`` (int64 indices) of every column, the ``[B, T]`` columns of
+    :data:`~.keys.COLUMNS` cut to their first ``width`` positions (right padding only: nothing trained is cut)."""
+    out = {}
+    for key, value in columns.items():
+        picked = value[rows.to(value.device)]
+        column = K.COLUMNS.get(key)
+        out[key] = picked[:, :width] if column is not None and column.shape == "[B, T]" else picked
+    return out
 
-    if ref_lm is not None:
-        logits = ref_lm(input_ids=ids).logits
-    elif getattr(module, "lora", None):
-        with module.lm.disable_adapter():
-            logits = module.lm(input_ids=ids).logits
-    else:
+
+def _reference_logprobs(module, ref_lm, ids: torch.Tensor) -> torch.Tensor:
+    """Token log-probs ``[B, T]`` (float32) of the reference policy: the frozen copy ``ref_lm``, or with LoRA the
+    base model (the module's LM with its adapter disabled). With the module's ``logprob_chunk`` the vocabulary
+    logits never exist for every position at once (:func:`~ragen_rllib.logprobs.chunked_token_logprobs`)."""
+    import contextlib
+
+    from ragen_rllib.logprobs import chunked_token_logprobs, gather_token_logprobs
+
+    lora = getattr(module, "lora", None)
+    if ref_lm is None and not lora:
         raise ValueError("use_kl_loss needs a reference policy: a frozen copy (no LoRA) or a LoRA adapter to disable")
+    lm = ref_lm if ref_lm is not None else module.lm.get_base_model()
+    with contextlib.nullcontext() if ref_lm is not None else module.lm.disable_adapter():
+        chunk = getattr(module, "logprob_chunk", 0)
+        if chunk:
+            hidden = lm.get_decoder()(input_ids=ids).last_hidden_state
+            logp, _ = chunked_token_logprobs(hidden, lm.get_output_embeddings(), ids, module.temperature, chunk=chunk)
+            return logp.float()
+        logits = lm(input_ids=ids).logits
     return gather_token_logprobs(logits, ids, module.temperature).float()

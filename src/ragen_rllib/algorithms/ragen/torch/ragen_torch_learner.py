@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import logging
 from collections import defaultdict
 from typing import Any
 
@@ -16,16 +17,21 @@ from ray.rllib.utils.annotations import override
 
 from ragen_rllib.algorithms.ragen import keys as K
 from ragen_rllib.algorithms.ragen.estimators import estimator
-from ragen_rllib.algorithms.ragen.ragen_learner import RagenLearner, prepare_columns, uses_reference
+from ragen_rllib.algorithms.ragen.memory import learner_token_budget
+from ragen_rllib.algorithms.ragen.ragen_learner import RagenLearner, prepare_columns, select_rows, uses_reference
 from ragen_rllib.rl.losses import aggregate, kl_penalty, micro_batch_weights, policy_loss, value_loss
+from ragen_rllib.rl.micro_batches import pack_by_tokens, row_lengths
+
+logger = logging.getLogger("ragen_rllib.learner")
 
 ACTOR, CRITIC = "actor", "critic"  # optimizer names
 
 
 class RagenTorchLearner(RagenLearner, TorchLearner):
     """TorchLearner for :class:`RagenTorchRLModule`: one optimizer step per minibatch, its gradient
-    accumulated over micro-batches of ``micro_batch_size`` trajectories (less memory, and faster per token
-    on CPUs than one wide pass)."""
+    accumulated over micro-batches of at most ``micro_batch_size`` trajectories and ``max_tokens_per_micro_batch``
+    padded tokens (resolved at build from the learner memory estimate, :mod:`..memory`; less memory, and faster
+    per token on CPUs than one wide pass)."""
 
     @override(TorchLearner)
     def build(self) -> None:
@@ -40,6 +46,13 @@ class RagenTorchLearner(RagenLearner, TorchLearner):
                 for p in ref.parameters():
                     p.requires_grad_(False)
                 self._ref_lms[module_id] = ref
+        #: module id -> the token budget of one forward/backward pass (max_tokens_per_micro_batch, resolved)
+        self._token_budgets: dict[str, int] = {}
+        for module_id, module in self.module.items():
+            cfg = self.config.get_config_for_module(module_id)
+            budget, text = learner_token_budget(module.unwrapped(), cfg, self._device, module_id in self._ref_lms)
+            self._token_budgets[module_id] = budget
+            logger.info("module %s: %d tokens per micro-batch (%s)", module_id, budget, text)
 
     @override(TorchLearner)
     def configure_optimizers_for_module(self, module_id: str, config=None) -> None:
@@ -61,7 +74,8 @@ class RagenTorchLearner(RagenLearner, TorchLearner):
             on_policy = num_epochs == 1 and (minibatch_size is None or minibatch_size >= len(sb))
             cols = {k: torch.as_tensor(np.asarray(v)).to(self._device) for k, v in sb.items()}
             cols = prepare_columns(module, cols, self.config.get_config_for_module(module_id),
-                                   ref_lm=self._ref_lms.get(module_id), on_policy=on_policy)
+                                   ref_lm=self._ref_lms.get(module_id), on_policy=on_policy,
+                                   max_tokens=self._token_budgets.get(module_id))
             out[module_id] = SampleBatch({k: v.cpu().numpy() for k, v in cols.items()})
         return MultiAgentBatch(out, env_steps=batch.env_steps())
 
@@ -71,18 +85,26 @@ class RagenTorchLearner(RagenLearner, TorchLearner):
         """Like ``TorchLearner._uncompiled_update``, with the forward/backward split into micro-batches.
 
         The one private override of this package: RLlib has no public hook between the forward/backward and
-        the optimizer step, and gradient accumulation needs exactly that. Each micro-batch's rows carry its
-        loss weight in MICRO_WEIGHT (:func:`micro_batch_weights`), so the accumulated gradient equals the
-        whole minibatch's; with DDP only the last backward all-reduces. Metrics are the weighted sums. A NaN or
-        inf anywhere in the accumulated gradient skips the optimizer step (counted as ``skipped_updates``).
+        the optimizer step, and gradient accumulation needs exactly that. The micro-batches are the minibatch's
+        rows packed by tokens (:func:`pack_by_tokens`), each cut to its longest row (:func:`select_rows`). Each
+        micro-batch's rows carry its loss weight in MICRO_WEIGHT (:func:`micro_batch_weights`), so the
+        accumulated gradient equals the whole minibatch's; with DDP only the last backward all-reduces. Metrics
+        are the weighted sums. A NaN or inf anywhere in the accumulated gradient skips the optimizer step
+        (counted as ``skipped_updates``).
         """
         self._compute_off_policyness(batch)  # what TorchLearner._uncompiled_update logs first
         plans = {}
         for mid, cols in batch.items():
             cfg = self.config.get_config_for_module(mid)
-            weights = micro_batch_weights(cols[K.LOSS_MASK], cfg.micro_batch_size, cfg.loss_agg_mode)
-            plans[mid] = (cfg.micro_batch_size, weights)
-        steps = max(len(w) for _, w in plans.values())
+            mask = cols[K.LOSS_MASK]
+            lengths = row_lengths(cols.get(K.ATTENTION_MASK), *mask.shape)
+            parts = pack_by_tokens(lengths, self._token_budgets.get(mid), cfg.micro_batch_size)
+            widths = [max(int(lengths[p].max()), 1) for p in parts]
+            weights = micro_batch_weights(mask, parts, cfg.loss_agg_mode, widths=widths)
+            plans[mid] = list(zip(parts, widths, weights.tolist()))
+            self.metrics.log_value((mid, K.MICRO_BATCH_TOKENS), float(self._token_budgets.get(mid, 0)), window=1)
+            self.metrics.log_value((mid, K.MICRO_BATCHES), float(len(parts)), window=1)
+        steps = max(len(plan) for plan in plans.values())
         for optim in self._optimizer_parameters:
             optim.zero_grad(set_to_none=True)
         self._micro_metrics = defaultdict(float)
@@ -90,10 +112,11 @@ class RagenTorchLearner(RagenLearner, TorchLearner):
         fwd_out: dict[str, Any] = {}
         for step in range(steps):
             micro = {}
-            for mid, (size, weights) in plans.items():
-                if step < len(weights):
-                    micro[mid] = {k: v[step * size:(step + 1) * size] for k, v in batch[mid].items()}
-                    micro[mid][K.MICRO_WEIGHT] = torch.full_like(micro[mid][K.MICRO_WEIGHT], float(weights[step]))
+            for mid, plan in plans.items():
+                if step < len(plan):
+                    rows, width, weight = plan[step]
+                    micro[mid] = select_rows(batch[mid], rows, width)
+                    micro[mid][K.MICRO_WEIGHT] = torch.full_like(micro[mid][K.MICRO_WEIGHT], weight)
             with contextlib.ExitStack() as stack:
                 if self.config.num_learners > 1 and step < steps - 1:
                     for mod in self.module.values():

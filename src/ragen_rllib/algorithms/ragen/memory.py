@@ -1,0 +1,343 @@
+"""A learner's peak memory, estimated from the model's shape before anything is loaded, and the token budget of a
+micro-batch that keeps it within ``learner_memory_gib`` (issue §3: memory that never takes the machine down).
+
+The estimate (bytes) of one gradient step on a micro-batch of ``tokens`` padded cells::
+
+    peak = RUNTIME_OVERHEAD_BYTES + static + tokens * per_token
+    static    = weights (P x w) + gradients, AdamW moments (3 x trainable x w) [fp32: 16 bytes/param without LoRA]
+                + bf16 copies of the weights under autocast (2 x P) + a frozen reference copy (KL without LoRA, P x w)
+    per_token = scale * structural + head
+    structural (no checkpointing) = L * (a_h * H + a_i * I) + EMBED_HIDDEN_BYTES * H
+    structural (checkpointing)    = L * CHECKPOINT_HIDDEN_BYTES * H + (a_h * H + a_i * I) + EMBED_HIDDEN_BYTES * H
+    head      = min(V, VOCAB_SLICE) * HEAD_SLICE_BYTES  (the fused log-prob head holds one vocabulary slice of logits
+                for every position; logprob_chunk=0: V * FULL_LOGITS_BYTES, the whole logits)
+
+``(a_h, a_i)`` are the bytes each transformer block keeps per token for backward (bf16 autocast: (40, 8): the
+fp32 residual stream and norms, bf16 copies of the matmul inputs, q/k/v, attention output, four MLP tensors of
+size I; fp32: (44, 16)). ``scale`` is fitted on measured peaks (never below a measured point, never growing
+slower than the measured peaks): ``benchmarks/learner_memory.py`` measured peak RSS of
+``RagenTorchRLModule._forward_train`` + backward + the learner's fused AdamW on SmolLM2-135M (30 layers, H=576,
+I=1536, V=49,152; 134.5M parameters) on an Intel Xeon with AMX (bf16 autocast), 2 threads, see
+benchmarks/results/learner_memory_calibration.json:
+
+    rows x tokens   checkpointing  peak RSS (GiB)   no-grad pass peak (GiB)   (after load: 0.56 GiB)
+    1 x 512         no             3.34             1.45
+    2 x 1024        no             5.65             1.99
+    4 x 1024        no             8.80             2.52
+    1 x 512         yes            2.96             1.45
+    2 x 1024        yes            3.97             1.92
+    4 x 1024        yes            5.70             2.52
+    8 x 1024        yes            8.95             3.75
+
+    fit: no checkpointing 1,598 KiB/token + 2.55 GiB; checkpointing 827 KiB/token + 2.47 GiB; no-grad 310 KiB/token.
+    SCALE: 1.2 (no checkpointing; envelope 0.90, slope 1.19) and 4.3 (checkpointing; envelope 2.82, slope 4.28:
+    the recomputed blocks fragment the heap, so the structural 4 bytes x H per block undercounts). The estimate's
+    static part + RUNTIME_OVERHEAD_BYTES (3.75 GiB) sits 1.2 GiB above the fitted intercepts: the Ray driver or
+    learner actor around the learner (the measuring process held 0.4 GiB after its imports).
+
+The estimate of SmolLM2 with micro_batch_size=8 rows of ~1,500 tokens (12,000 tokens, no checkpointing) is 22.1 GiB:
+the 22 GB the learner process reached on a Sokoban run.
+
+The no-grad pass before the updates (old log-probs, values, reference log-probs) runs on micro-batches of the same
+budget with ``NOGRAD_TOKEN_BYTES`` per token and the same static memory: always below the training peak.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+logger = logging.getLogger("ragen_rllib.memory")
+
+GIB = 1024**3
+#: process memory besides the model: Python, torch, transformers, Ray and RLlib, the batch, allocator slack
+RUNTIME_OVERHEAD_BYTES = int(1.5 * GIB)
+#: bytes one transformer block keeps per token for backward: (x hidden, x intermediate) by autocast on/off
+LAYER_BYTES = {True: (40.0, 8.0), False: (44.0, 16.0)}
+CHECKPOINT_HIDDEN_BYTES = 4.0  # gradient checkpointing keeps only each block's fp32 input
+EMBED_HIDDEN_BYTES = 16.0  # embeddings, final norm and the gradient of the last hidden states (x hidden)
+HEAD_SLICE_BYTES = 22.0  # fused log-prob head: bytes per (position, vocabulary row of one slice) in backward
+FULL_LOGITS_BYTES = 30.0  # logprob_chunk=0: bytes per (position, vocabulary entry) of the full logits pass
+VOCAB_SLICE = 16384  # = ragen_rllib.logprobs.VOCAB_SLICE (not imported: that module imports torch)
+#: fitted multiples of the structural per-token bytes (benchmarks/learner_memory.py), by gradient checkpointing
+SCALE = {False: 1.2, True: 4.3}
+NOGRAD_TOKEN_BYTES = (24.0, 8.0, 17.0)  # no-grad pass per token: x hidden, x intermediate, x vocabulary slice
+#: learner_memory_gib=None: this share of the machine's RAM (split over its CPU learners) / of a GPU's memory
+CPU_MEMORY_SHARE = 0.4
+GPU_MEMORY_SHARE = 0.9
+BUDGET_STEP = 256  # automatic budgets are rounded down to a multiple of this
+#: peft's default LoRA targets of Llama / Qwen2 models, and every linear layer of a block ("all-linear")
+LORA_DEFAULT_TARGETS = ("q_proj", "v_proj")
+LINEAR_NAMES = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+
+
+@dataclass(frozen=True)
+class ModelShape:
+    """What the estimate needs of a decoder-only transformer (a Hugging Face ``config.json``)."""
+
+    layers: int
+    hidden: int
+    intermediate: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+    vocab: int
+    tied: bool = True  # tie_word_embeddings: the LM head is the embedding matrix
+    qkv_bias: bool = False  # q/k/v projections with biases (Qwen2)
+
+    @classmethod
+    def from_config(cls, cfg: dict[str, Any]) -> ModelShape:
+        """From a ``config.json`` dict (a multimodal config's ``text_config`` if present)."""
+        cfg = cfg.get("text_config") or cfg
+        heads = int(cfg["num_attention_heads"])
+        hidden = int(cfg["hidden_size"])
+        return cls(layers=int(cfg["num_hidden_layers"]), hidden=hidden, intermediate=int(cfg["intermediate_size"]),
+                   heads=heads, kv_heads=int(cfg.get("num_key_value_heads") or heads),
+                   head_dim=int(cfg.get("head_dim") or hidden // heads), vocab=int(cfg["vocab_size"]),
+                   tied=bool(cfg.get("tie_word_embeddings", True)),
+                   qkv_bias=bool(cfg.get("attention_bias", cfg.get("model_type") == "qwen2")))
+
+    @classmethod
+    def from_dir(cls, path: str | os.PathLike) -> ModelShape:
+        """From a model directory's ``config.json``."""
+        return cls.from_config(json.loads((Path(path) / "config.json").read_text()))
+
+    def linear_shapes(self) -> dict[str, tuple[int, int]]:
+        """(in, out) features of each linear layer of one block."""
+        q, kv = self.heads * self.head_dim, self.kv_heads * self.head_dim
+        h, i = self.hidden, self.intermediate
+        return {"q_proj": (h, q), "k_proj": (h, kv), "v_proj": (h, kv), "o_proj": (q, h), "gate_proj": (h, i),
+                "up_proj": (h, i), "down_proj": (i, h)}
+
+    @property
+    def params(self) -> int:
+        """Parameter count: embeddings (+ an untied head), per block the linear layers, q/k/v biases and two
+        norms, and the final norm."""
+        per_block = sum(a * b for a, b in self.linear_shapes().values()) + 2 * self.hidden
+        if self.qkv_bias:
+            per_block += (self.heads + 2 * self.kv_heads) * self.head_dim
+        embed = self.vocab * self.hidden * (1 if self.tied else 2)
+        return embed + self.layers * per_block + self.hidden
+
+    def lora_params(self, lora: dict[str, Any]) -> int:
+        """Adapter parameters of a ``peft.LoraConfig`` dict (``r``, ``target_modules``): r x (in + out) per
+        adapted linear layer of every block."""
+        targets = lora.get("target_modules") or LORA_DEFAULT_TARGETS
+        targets = LINEAR_NAMES if targets == "all-linear" else (targets,) if isinstance(targets, str) else targets
+        r = int(lora.get("r", 8))
+        shapes = self.linear_shapes()
+        return self.layers * sum(r * sum(shapes[name]) for name in shapes if name in set(targets))
+
+
+@dataclass(frozen=True)
+class LearnerMemory:
+    """The settings the estimate depends on, and the estimate (see the module docstring; bytes throughout)."""
+
+    shape: ModelShape
+    params: int  # every parameter of the module
+    trainable: int  # parameters with gradients and AdamW moments (LoRA: the adapters)
+    weight_bytes: int = 4  # bytes per parameter of model_config['dtype'] (auto: fp32 master weights)
+    autocast: bool = True  # forward passes under bf16 autocast
+    gradient_checkpointing: bool = False
+    logprob_chunk: int = 256  # model_config['logprob_chunk'] (0: the full logits)
+    reference_copy: bool = False  # a frozen copy of the model for the KL reference (KL without LoRA)
+
+    def static_bytes(self) -> int:
+        """Weights + gradients + AdamW moments (+ autocast weight copies, + the reference copy)."""
+        total = self.params * self.weight_bytes + 3 * self.trainable * self.weight_bytes
+        if self.autocast and self.weight_bytes > 2:
+            total += 2 * self.params
+        if self.reference_copy:
+            total += self.params * self.weight_bytes
+        return total
+
+    def structural_token_bytes(self) -> float:
+        """Activation bytes per token before the fitted scale (transformer blocks, embeddings)."""
+        s = self.shape
+        a_h, a_i = LAYER_BYTES[self.autocast]
+        block = a_h * s.hidden + a_i * s.intermediate
+        kept = s.layers * CHECKPOINT_HIDDEN_BYTES * s.hidden + block if self.gradient_checkpointing \
+            else s.layers * block
+        return kept + EMBED_HIDDEN_BYTES * s.hidden
+
+    def head_token_bytes(self) -> float:
+        """Log-prob head bytes per token: one vocabulary slice (fused head) or the whole logits."""
+        v = self.shape.vocab
+        return min(v, VOCAB_SLICE) * HEAD_SLICE_BYTES if self.logprob_chunk else v * FULL_LOGITS_BYTES
+
+    def token_bytes(self) -> float:
+        """Bytes per padded token of a training micro-batch."""
+        return SCALE[self.gradient_checkpointing] * self.structural_token_bytes() + self.head_token_bytes()
+
+    def nograd_token_bytes(self) -> float:
+        """Bytes per padded token of the no-grad pass."""
+        s, (h, i, v) = self.shape, NOGRAD_TOKEN_BYTES
+        vocab = min(s.vocab, VOCAB_SLICE) if self.logprob_chunk else s.vocab * 2
+        return h * s.hidden + i * s.intermediate + v * vocab
+
+    def peak_bytes(self, tokens: int) -> float:
+        """Estimated peak memory of a learner whose micro-batches hold ``tokens`` padded cells."""
+        per_token = max(self.token_bytes(), self.nograd_token_bytes())
+        return RUNTIME_OVERHEAD_BYTES + self.static_bytes() + tokens * per_token
+
+    def max_tokens(self, memory_bytes: float) -> int:
+        """The largest micro-batch (padded tokens) whose :meth:`peak_bytes` fits ``memory_bytes`` (0: none)."""
+        free = memory_bytes - self.peak_bytes(0)
+        return max(int(free // max(self.token_bytes(), self.nograd_token_bytes())), 0)
+
+    def describe(self, tokens: int) -> str:
+        """The estimate of ``tokens`` in GiB with its parts, for messages."""
+        return (f"{self.peak_bytes(tokens) / GIB:.1f} GiB = {self.static_bytes() / GIB:.2f} GiB weights, gradients "
+                f"and AdamW state + {RUNTIME_OVERHEAD_BYTES / GIB:.2f} GiB runtime + {tokens} tokens x "
+                f"{self.token_bytes() / 1024**2:.2f} MiB")
+
+
+def default_memory_bytes(device_type: str = "cpu", cpu_learners: int = 1, device_index: int = 0) -> int:
+    """``learner_memory_gib=None``: CPU_MEMORY_SHARE of this machine's RAM split over ``cpu_learners``, or on
+    CUDA GPU_MEMORY_SHARE of the device's memory."""
+    if device_type == "cuda":
+        import torch
+
+        return int(GPU_MEMORY_SHARE * torch.cuda.get_device_properties(device_index).total_memory)
+    total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    return int(CPU_MEMORY_SHARE * total / max(cpu_learners, 1))
+
+
+def resolve_token_budget(est: LearnerMemory, memory_bytes: float, longest_row: int, requested: int | None,
+                         memory_text: str = "learner_memory_gib") -> int:
+    """The micro-batch token budget: ``requested`` (max_tokens_per_micro_batch) if it fits, else for None the
+    largest budget that fits ``memory_bytes`` (a multiple of BUDGET_STEP, at least ``longest_row``).
+
+    Raises:
+        ValueError: not even one row of ``longest_row`` tokens fits, or ``requested`` does not fit; the message
+            names the setting, its value, the estimate and the fix.
+    """
+    fit = est.max_tokens(memory_bytes)
+    fit = max(fit // BUDGET_STEP * BUDGET_STEP, longest_row) if fit >= longest_row else fit
+    name, _, how = memory_text.partition(" ")
+    over = f"over {name}={memory_bytes / GIB:.1f} GiB" + (f" {how}" if how else "")
+    if requested is None:
+        if fit < longest_row:
+            raise ValueError(f"max_model_len={longest_row}: one row of {longest_row} tokens needs an estimated "
+                             f"{est.describe(longest_row)}, {over}: {_fixes(est, memory_bytes, longest_row)}")
+        return fit
+    need = max(requested, longest_row)  # a longer row goes alone
+    if est.peak_bytes(need) > memory_bytes:
+        lower = f"lower max_tokens_per_micro_batch to {fit} or " if fit >= longest_row else ""
+        raise ValueError(f"max_tokens_per_micro_batch={requested}: a micro-batch of {need} tokens needs an estimated "
+                         f"{est.describe(need)}, {over}: {lower}{_fixes(est, memory_bytes, longest_row, need)}")
+    return requested
+
+
+def _fixes(est: LearnerMemory, memory_bytes: float, longest_row: int, tokens: int | None = None) -> str:
+    parts = []
+    gc = LearnerMemory(**{**est.__dict__, "gradient_checkpointing": True}).max_tokens(memory_bytes)
+    if not est.gradient_checkpointing and gc >= longest_row:
+        parts.append(f"set model_config['gradient_checkpointing']=True (then {gc} tokens fit)")
+    rows = est.max_tokens(memory_bytes)
+    if 0 < rows < longest_row:
+        parts.append(f"lower max_model_len to {rows}")
+    parts.append(f"raise learner_memory_gib to {est.peak_bytes(tokens or longest_row) / GIB + 0.05:.1f} or more")
+    return " or ".join(parts)
+
+
+def model_shape(name: str) -> ModelShape | None:
+    """The shape of ``model_config['model']`` without loading weights: ``tiny:`` presets from their table (no
+    build), anything else from ``config.json`` of the resolved directory or the Hugging Face cache (None: not
+    readable here, e.g. an id not downloaded yet)."""
+    from ragen_rllib.models.tiny import PRESETS, TINY_PREFIX, VOCAB_SIZE
+
+    if name.startswith(TINY_PREFIX) and name[len(TINY_PREFIX):] in PRESETS:
+        p = PRESETS[name[len(TINY_PREFIX):]]
+        return ModelShape(layers=p.num_hidden_layers, hidden=p.hidden_size, intermediate=p.intermediate_size,
+                          heads=p.num_attention_heads, kv_heads=p.num_key_value_heads,
+                          head_dim=p.hidden_size // p.num_attention_heads, vocab=-(-VOCAB_SIZE // 64) * 64,
+                          qkv_bias=True)
+    from ragen_rllib.models.registry import resolve_model
+
+    try:
+        path = Path(resolve_model(name)).expanduser()
+        if not path.is_dir():
+            from huggingface_hub import hf_hub_download
+
+            path = Path(hf_hub_download(name, "config.json")).parent
+        return ModelShape.from_dir(path)
+    except (OSError, ValueError, KeyError) as err:
+        logger.warning("learner memory: no config.json for %r (%s); the check runs in the learner", name, err)
+        return None
+
+
+def config_estimate(config, shape: ModelShape) -> LearnerMemory:
+    """The estimate's settings from a RagenConfig (model_config keys, KL reference), for ``shape``."""
+    from ragen_rllib.precision import resolve_autocast, resolve_dtype
+
+    mc = config.model_config or {}
+    device = "cuda" if (config.num_gpus_per_learner or 0) > 0 else "cpu"
+    dtype = mc.get("dtype", "auto")
+    weight_bytes = 4 if dtype == "auto" else {"float32": 4, "bfloat16": 2, "float16": 2}[resolve_dtype(dtype, device)]
+    lora = mc.get("lora")
+    params = shape.params
+    trainable = shape.lora_params(lora) if lora else params
+    return LearnerMemory(shape=shape, params=params + (trainable if lora else 0), trainable=trainable,
+                         weight_bytes=weight_bytes,
+                         autocast=resolve_autocast(mc.get("autocast", "auto"), device) is not None,
+                         gradient_checkpointing=bool(mc.get("gradient_checkpointing")),
+                         logprob_chunk=int(mc.get("logprob_chunk", 256) or 0),
+                         reference_copy=bool(config.use_kl_loss or config.use_kl_in_reward) and not lora)
+
+
+def learner_memory_bytes(config, device_type: str, device_index: int = 0) -> tuple[int, str]:
+    """``learner_memory_gib`` in bytes (None: :func:`default_memory_bytes`) and how to name it in messages."""
+    if config.learner_memory_gib is not None:
+        return int(config.learner_memory_gib * GIB), "learner_memory_gib"
+    cpu_learners = max(config.num_learners, 1) if device_type == "cpu" else 1
+    share = f"{GPU_MEMORY_SHARE:.0%} of the GPU" if device_type == "cuda" else \
+        f"{CPU_MEMORY_SHARE:.0%} of this machine's RAM / {cpu_learners} learner(s)"
+    return default_memory_bytes(device_type, cpu_learners, device_index), f"learner_memory_gib (None: {share})"
+
+
+def check_config(config) -> int | None:
+    """The driver's check in ``RagenConfig.validate()``: the budget the learners will use, or ValueError if
+    the configured model cannot train within ``learner_memory_gib``. None when the driver cannot tell (GPU
+    learners seen from a driver without CUDA, an unreadable model config)."""
+    device = "cuda" if (config.num_gpus_per_learner or 0) > 0 else "cpu"
+    if device == "cuda":
+        import torch
+
+        if not torch.cuda.is_available():
+            return None
+    shape = model_shape(config.model_name)
+    if shape is None:
+        return None
+    memory, text = learner_memory_bytes(config, device)
+    return resolve_token_budget(config_estimate(config, shape), memory, config.max_model_len,
+                                config.max_tokens_per_micro_batch, text)
+
+
+def module_estimate(module, device, reference_copy: bool) -> LearnerMemory:
+    """The estimate's settings from a built :class:`RagenTorchRLModule` on ``device`` (exact parameter counts)."""
+    params = list(module.parameters())
+    lm_config = module.lm.config.get_text_config() if module.lora is None else module.lm.get_base_model().config
+    return LearnerMemory(shape=ModelShape.from_config(lm_config.to_dict()), params=sum(p.numel() for p in params),
+                         trainable=sum(p.numel() for p in params if p.requires_grad),
+                         weight_bytes=params[0].element_size() if params else 4,
+                         autocast=module.autocast_dtype(device) is not None,
+                         gradient_checkpointing=bool(getattr(module.lm, "is_gradient_checkpointing", False)),
+                         logprob_chunk=module.logprob_chunk, reference_copy=reference_copy)
+
+
+def learner_token_budget(module, config, device, reference_copy: bool) -> tuple[int, str]:
+    """The learner's budget at build (:func:`resolve_token_budget` for its module on its device) and a line that
+    says how it was chosen."""
+    import torch
+
+    device = torch.device(device)
+    est = module_estimate(module, device, reference_copy)
+    memory, text = learner_memory_bytes(config, device.type, device.index or 0)
+    budget = resolve_token_budget(est, memory, config.max_model_len, config.max_tokens_per_micro_batch, text)
+    how = "max_tokens_per_micro_batch" if config.max_tokens_per_micro_batch is not None else "automatic"
+    return budget, f"{how}; {text}={memory / GIB:.1f} GiB, estimate {est.describe(budget)}"
