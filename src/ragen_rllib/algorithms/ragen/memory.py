@@ -1,5 +1,5 @@
 """A learner's peak memory, estimated from the model's shape before anything is loaded, and the token budget of a
-micro-batch that keeps it within ``learner_memory_gib`` (issue §3: memory that never takes the machine down).
+micro-batch that keeps it within ``learner_memory_gib``, so that no setting lets a learner take the machine down.
 
 The estimate (bytes) of one gradient step on a micro-batch of ``tokens`` padded cells::
 
