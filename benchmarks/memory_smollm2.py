@@ -1,6 +1,6 @@
 """Peak memory of a SmolLM2 run with default settings: every process under 12 GiB on a 24 GiB machine.
 
-Run:  .venv/bin/python benchmarks/memory_smollm2.py [--iterations 1] [--groups 8] [--group-size 8]
+Run:  .venv/bin/python benchmarks/memory_smollm2.py [--model M] [--set key=value ...] [--groups 8] [--group-size 8]
 
 A ``RagenConfig`` given only the model (``gguf:smollm2-135m-instruct``, the pretrained instruct model, zero-shot: its
 rambling responses make the longest rows) and the env (RAGEN's SimpleSokoban), plus RAGEN's 8 groups x 8 shape
@@ -10,6 +10,13 @@ full fine-tuning, 1 vLLM runner, a local learner in this process, ``max_tokens_p
 resident memory (VmHWM: this driver with its learner, the env runner, Ray's own processes), the learner's token
 budget and micro-batch count, the batch's row lengths and the phase times. Writes
 benchmarks/results/memory_smollm2.json.
+
+``--set key=value`` changes a ``training()`` setting (recorded). Zero-shot with every default, sampling is the slow
+part: 64 trajectories thinking up to 400 tokens a turn, and rows of up to ~3,000 tokens that the engine's default
+1 GiB KV cache (~23,000 fp32 tokens of SmolLM2) cannot hold at once, so vLLM preempts and recomputes sequences:
+the rollout had not finished after 29 minutes on 2 cores. ``--model <warm-started dir> --set enable_think=false
+--set max_response_tokens=48`` samples in seconds; the learner's settings stay the defaults, and its peak is set by
+its token budget (rows are packed up to it whatever their length).
 """
 
 from __future__ import annotations
@@ -59,7 +66,11 @@ def main() -> None:
     p.add_argument("--iterations", type=int, default=1)
     p.add_argument("--groups", type=int, default=8)
     p.add_argument("--group-size", type=int, default=8)
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="a training() setting")
     args = p.parse_args()
+    import yaml
+
+    overrides = {k: yaml.safe_load(v) for k, _, v in (item.partition("=") for item in args.set)}
 
     import ray
     from ray.rllib.core import DEFAULT_MODULE_ID
@@ -71,7 +82,7 @@ def main() -> None:
     init_ray(num_cpus=4, _temp_dir=str(ROOT / ".cache" / "ray"), log_to_driver=False)
     config = (RagenConfig().environment("ragen/Sokoban-v0", env_config=SIMPLE_SOKOBAN)
               .rl_module(model_config={"model": args.model})
-              .training(env_groups=args.groups, group_size=args.group_size))
+              .training(env_groups=args.groups, group_size=args.group_size, **overrides))
     start = time.perf_counter()
     algo = config.build_algo()
     build_s = time.perf_counter() - start
@@ -103,7 +114,8 @@ def main() -> None:
     record = {
         "command": " ".join([Path(sys.executable).name, *sys.argv]), "cpu": cpu_info(),
         "settings": {"model": args.model, "env": "ragen/Sokoban-v0", "env_config": SIMPLE_SOKOBAN,
-                     "env_groups": args.groups, "group_size": args.group_size, "all else": "defaults",
+                     "env_groups": args.groups, "group_size": args.group_size, "overrides": overrides,
+                     "all else": "defaults",
                      "max_turns": config.max_turns, "max_response_tokens": config.max_response_tokens,
                      "enable_think": config.enable_think, "micro_batch_size": config.micro_batch_size,
                      "minibatch_size": config.minibatch_size},

@@ -107,3 +107,27 @@ def test_chunked_fused_step_under_bf16_autocast_matches_autograd(monkeypatch):
     fused = torch.autograd.grad((logp * weights).sum() + ent.sum(), [hidden, head.weight])
     for a, b in zip(full, fused):
         assert (a - b).norm() <= 2e-2 * a.norm(), ((a - b).norm(), a.norm())  # bf16 matmuls on both sides
+
+
+@pytest.mark.parametrize("linear", [True, False])
+def test_masked_token_logprobs_equal_the_chunked_ones_on_the_mask_with_gradients(linear):
+    from ragen_rllib.logprobs import chunked_token_logprobs, masked_token_logprobs
+
+    torch.manual_seed(0)
+    hidden = torch.randn(3, 17, 8, requires_grad=True)
+    lin = torch.nn.Linear(8, 50)
+    head = lin if linear else (lambda h: lin(h) * 1.0)  # a non-Linear head takes the chunked path
+    ids = torch.randint(0, 50, (3, 17))
+    mask = torch.rand(3, 17) > 0.6
+    mask[0, 0] = True  # t = 0 is never scored
+    full, full_ent = chunked_token_logprobs(hidden, head, ids, 0.7, chunk=4, entropy=True)
+    part, part_ent = masked_token_logprobs(hidden, head, ids, mask, 0.7, chunk=4, entropy=True)
+    scored = mask.clone()
+    scored[:, 0] = False
+    assert torch.allclose(part, full * scored, atol=1e-6) and torch.allclose(part_ent, full_ent * scored, atol=1e-6)
+    assert (part[~scored] == 0).all() and (part[scored] != 0).all()
+    want = torch.autograd.grad((full * scored).sum() + (full_ent * scored).sum(), [hidden, lin.weight])
+    got = torch.autograd.grad(part.sum() + part_ent.sum(), [hidden, lin.weight])
+    assert all(torch.allclose(a, b, atol=1e-6) for a, b in zip(want, got))
+    empty, _ = masked_token_logprobs(hidden, head, ids, torch.zeros_like(mask))
+    assert empty.shape == ids.shape and (empty == 0).all()

@@ -199,3 +199,44 @@ def _slice_logits(hd: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | N
     b = None if bias is None else bias[v0:v0 + VOCAB_SLICE].to(dtype)
     z = torch.nn.functional.linear(hd, w, b).float()
     return z / temp if temp != 1.0 else z
+
+
+def masked_token_logprobs(
+    hidden: torch.Tensor,
+    head: Callable[[torch.Tensor], torch.Tensor],
+    input_ids: torch.Tensor,
+    mask: torch.Tensor,
+    temperature: float = 1.0,
+    chunk: int = 256,
+    entropy: bool = False,
+    entropy_grad: bool = True,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """:func:`chunked_token_logprobs` at the positions of ``mask`` only, zeros elsewhere: the LM head (the
+    vocabulary-sized part of the pass) runs on the masked tokens alone. In multi-turn RL those are the sampled
+    responses, a few percent of a row (SmolLM2 on SimpleSokoban: 4.5%), while the head took 38% of a learner
+    update when it ran on every position.
+
+    Args:
+        hidden: ``[B, T, H]`` last hidden states; ``head``, ``input_ids``, ``temperature``, ``chunk``,
+            ``entropy``, ``entropy_grad``: as :func:`chunked_token_logprobs`.
+        mask: ``[B, T]`` (bool or 0/1): the tokens whose log-probs (and entropies) are needed; ``t = 0`` is
+            never scored.
+
+    Returns:
+        ``([B, T] log-probs, [B, T] entropies or None)``, float32; equal to :func:`chunked_token_logprobs`'s
+        outputs where ``mask`` is set (t >= 1) and 0 elsewhere, gradients included.
+    """
+    keep = bool_mask(mask).clone()
+    keep[:, 0] = False
+    rows, cols = keep.nonzero(as_tuple=True)  # token (b, t) is predicted from hidden[b, t - 1]
+    # one row: the selected hidden states, then a dummy state that predicts nothing the caller reads
+    picked_hidden = torch.cat([hidden[rows, cols - 1], hidden.new_zeros((1, hidden.shape[-1]))])[None]
+    targets = torch.cat([input_ids.new_zeros(1), input_ids[rows, cols]])[None]
+    logp, ent = chunked_token_logprobs(picked_hidden, head, targets, temperature, chunk, entropy, entropy_grad)
+    shape = input_ids.shape
+
+    def scatter(values: torch.Tensor) -> torch.Tensor:
+        out = values.new_zeros(shape)
+        return out.index_put((rows, cols), values[0, 1:])
+
+    return scatter(logp), (scatter(ent) if ent is not None else None)

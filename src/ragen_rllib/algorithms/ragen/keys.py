@@ -39,7 +39,8 @@ class Column:
 COLUMNS: dict[str, Column] = {
     INPUT_IDS: Column("[B, T]", "int64", "build_batch", "forward pass"),
     ATTENTION_MASK: Column("[B, T]", "int64", "build_batch", "padding_fraction"),
-    LOSS_MASK: Column("[B, T]", "float32", "build_batch", "estimators, loss, micro-batch weights"),
+    LOSS_MASK: Column("[B, T]", "float32", "build_batch", "estimators, loss, micro-batch weights, the forward pass "
+                      "(log-probs at these tokens only)"),
     SAMPLE_LOGPROBS: Column("[B, T]", "float32", "build_batch", "prepare_columns (old_logprobs='engine')"),
     SCORES: Column("[B]", "float32", "build_batch", "estimators"),
     GROUP_IDS: Column("[B]", "int64", "build_batch", "group estimators"),

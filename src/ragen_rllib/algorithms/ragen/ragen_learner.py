@@ -128,7 +128,7 @@ def prepare_columns(module, batch: dict[str, torch.Tensor], config, ref_lm=None,
         width = max(int(lengths[part].max()), 1)
         idx = part.to(ids.device)
         chunk = ids[idx, :width]
-        out = module._forward_train({K.INPUT_IDS: chunk}, entropy=False)
+        out = module._forward_train({K.INPUT_IDS: chunk, K.LOSS_MASK: mask[idx, :width]}, entropy=False)
         logps[idx, :width] = out[K.LOGPROBS].float()
         if K.VALUES in out:
             values[idx, :width] = out[K.VALUES].float()

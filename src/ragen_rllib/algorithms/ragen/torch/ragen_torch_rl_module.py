@@ -45,7 +45,7 @@ from ray.rllib.core.rl_module.torch import TorchRLModule
 from ray.rllib.utils.annotations import override
 
 from ragen_rllib.algorithms.ragen import keys as K
-from ragen_rllib.logprobs import chunked_token_logprobs, gather_token_logprobs
+from ragen_rllib.logprobs import chunked_token_logprobs, gather_token_logprobs, masked_token_logprobs
 from ragen_rllib.rl.losses import entropy_from_logits
 from ragen_rllib.shared_prefix import shared_prefix_hidden
 
@@ -124,7 +124,12 @@ class RagenTorchRLModule(TorchRLModule, InferenceOnlyAPI):
 
     @override(TorchRLModule)
     def _forward_train(self, batch: dict[str, Any], **kwargs) -> dict[str, Any]:
-        """Token log-probs (and values, entropy) of ``batch[INPUT_IDS]`` ``[B, T]``; all outputs ``[B, T]``."""
+        """Token log-probs (and values, entropy) of ``batch[INPUT_IDS]`` ``[B, T]``; all outputs ``[B, T]``.
+
+        With ``batch[LOSS_MASK]`` (the learner's micro-batches and its no-grad pass always carry it) and
+        ``logprob_chunk`` on, log-probs and entropies are computed at the masked tokens only and are 0 elsewhere
+        (:func:`ragen_rllib.logprobs.masked_token_logprobs`: the LM head skips the prompts); without it, at every
+        position."""
         ids = batch[K.INPUT_IDS].long()
         amp = self.autocast_dtype(ids.device)
         entropy = kwargs.get("entropy", True)
@@ -135,9 +140,14 @@ class RagenTorchRLModule(TorchRLModule, InferenceOnlyAPI):
                     hidden = shared_prefix_hidden(base.get_decoder(), ids)
                 else:
                     hidden = base.get_decoder()(input_ids=ids).last_hidden_state
-                logp, ent = chunked_token_logprobs(hidden, base.get_output_embeddings(), ids, self.temperature,
-                                                   chunk=self.logprob_chunk, entropy=entropy,
-                                                   entropy_grad=self.entropy_requires_grad)
+                head = base.get_output_embeddings()
+                if K.LOSS_MASK in batch:  # the learner's passes: the head on the trained tokens only
+                    logp, ent = masked_token_logprobs(hidden, head, ids, batch[K.LOSS_MASK], self.temperature,
+                                                      chunk=self.logprob_chunk, entropy=entropy,
+                                                      entropy_grad=self.entropy_requires_grad)
+                else:
+                    logp, ent = chunked_token_logprobs(hidden, head, ids, self.temperature, chunk=self.logprob_chunk,
+                                                       entropy=entropy, entropy_grad=self.entropy_requires_grad)
                 result = {K.LOGPROBS: logp}
                 if entropy:
                     result[K.ENTROPY] = ent
