@@ -87,6 +87,8 @@ def _cmd_envs(args: argparse.Namespace) -> int:
 
 
 def _cmd_make_model(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
     from ragen_rllib.agent.config import AgentConfig
     from ragen_rllib.models.warm_start import WarmStartConfig, resolve_env
 
@@ -106,7 +108,8 @@ def _cmd_make_model(args: argparse.Namespace) -> int:
     if ws_cfg is not None:
         from ragen_rllib.models.warm_start import warm_start
 
-        report = warm_start(out, ws_cfg, evaluate=not args.no_eval)
+        source = args.model or (args.from_gguf and Path(args.from_gguf).name) or None  # None: from scratch
+        report = warm_start(out, ws_cfg, evaluate=not args.no_eval, base_model=source)
         print(report.summary())
     print(f"model saved to {out}")
     return 0

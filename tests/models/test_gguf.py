@@ -74,7 +74,7 @@ def test_cli_warm_starts_a_pretrained_model_and_records_how(tmp_path):
     assert proc.returncode == 0, proc.stderr[-2000:]
     record = json.loads((tmp_path / "m" / "warm_start.json").read_text())
     report, cfg = record["report"], record["config"]
-    assert report["base_model"] == "SmolLM2-135M-Instruct.Q4_1" and report["lr"] == 2e-5 and report["batch_size"] == 4
+    assert report["base_model"] == SHIPPED and report["lr"] == 2e-5 and report["batch_size"] == 4
     assert report["envs"] == ["ragen/Sokoban-v0"] and report["eval_env_config"]["dim_room"] == [6, 6]
     assert cfg["agent"]["enable_think"] is False and cfg["agent"]["max_turns"] == 2
     assert report["steps"] == 1 and report["cpu"]["model"] and report["precision"] in ("bfloat16", "float32")

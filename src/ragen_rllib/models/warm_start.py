@@ -128,8 +128,10 @@ class WarmStartReport:
 
 
 def warm_start(model_dir: str | Path, cfg: WarmStartConfig, evaluate: bool = True,
-               progress: bool = True) -> WarmStartReport:
-    """Warm-start the model saved in ``model_dir`` in place and return the report (also saved as JSON there)."""
+               progress: bool = True, base_model: str | None = None) -> WarmStartReport:
+    """Warm-start the model saved in ``model_dir`` in place and return the report (also saved as JSON there).
+    ``base_model``: the name the report gives the model it started from (None: "from scratch" for a tiny build,
+    else the directory's name)."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -160,7 +162,7 @@ def warm_start(model_dir: str | Path, cfg: WarmStartConfig, evaluate: bool = Tru
         trained_tokens=sum(sum(s["loss_mask"]) for s in samples), steps=len(losses),
         first_loss=losses[0], last_loss=losses[-1], train_seconds=time.perf_counter() - start,
         precision=precision, cpu=cpu_info(), lr=cfg.lr, batch_size=cfg.batch_size,
-        base_model="from scratch" if from_scratch else _base_name(model_dir),
+        base_model=base_model or ("from scratch" if from_scratch else model_dir.name),
     )
     model.save_pretrained(model_dir, safe_serialization=True)
     report.eval_env, report.eval_env_config = eval_env(cfg)
@@ -230,12 +232,6 @@ def eval_env(cfg: WarmStartConfig) -> tuple[str, dict]:
     if env_id == EVAL_ENV and cfg.eval_env_config is None:
         conf = EVAL_ENV_CONFIG
     return env_id, dict(conf if cfg.eval_env_config is None else cfg.eval_env_config)
-
-
-def _base_name(model_dir: Path) -> str:
-    """The pretrained model's own name (config.json's ``_name_or_path``) or the directory's."""
-    config = json.loads((model_dir / "config.json").read_text())
-    return str(config.get("_name_or_path") or config.get("name_or_path") or model_dir.name)
 
 
 def _jsonable(cfg: WarmStartConfig) -> dict:
