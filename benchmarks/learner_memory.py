@@ -2,11 +2,10 @@
 at a few micro-batch sizes, with and without gradient checkpointing; fits the per-token bytes of
 :mod:`ragen_rllib.algorithms.ragen.memory`.
 
-Run (one process per measurement; heavy, so under the shared lock and the memory guard)::
+Run (one process per measurement; heavy: alone on the machine)::
 
     export RAGEN_RLLIB_CACHE=$PWD/.cache/ragen_rllib HF_HUB_OFFLINE=1 TMPDIR=$PWD/.cache/tmp
-    flock /tmp/ragen-heavy.lock /work/shared/tools/memguard.sh /tmp/learner_memory.log \\
-        .venv/bin/python benchmarks/learner_memory.py [--model gguf:smollm2-135m-instruct] [--sizes 1x512 2x1024 4x1024]
+    .venv/bin/python benchmarks/learner_memory.py [--model gguf:smollm2-135m-instruct] [--sizes 1x512 2x1024 4x1024]
 
 Each measurement process builds :class:`RagenTorchRLModule` (``RLModuleSpec.build``, as the learner does), then on
 ``rows x tokens`` random token ids (every token real, every token trained):
