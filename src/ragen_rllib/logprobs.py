@@ -240,3 +240,19 @@ def masked_token_logprobs(
         return out.index_put((rows, cols), values[0, 1:])
 
     return scatter(logp), (scatter(ent) if ent is not None else None)
+
+
+def model_token_logprobs(model: torch.nn.Module, input_ids: torch.Tensor, temperature: float = 1.0,
+                         chunk: int = 256) -> torch.Tensor:
+    """``[B, T]`` log-probs of ``input_ids`` under a Hugging Face causal LM ``model`` (0 at t = 0), float32.
+
+    With ``chunk`` > 0 and a model whose logits are its head applied to the last hidden states, the chunked path
+    (:func:`chunked_token_logprobs`: no ``[B, T, V]`` logits, equal results); ``chunk=0``, models without a
+    decoder or that post-process logits (``final_logit_softcapping``): the full logits.
+    """
+    decoder = getattr(model, "get_decoder", lambda: None)()
+    softcap = getattr(model.config.get_text_config(), "final_logit_softcapping", None)
+    if not chunk or decoder is None or softcap:
+        return gather_token_logprobs(model(input_ids=input_ids).logits, input_ids, temperature).float()
+    hidden = decoder(input_ids=input_ids).last_hidden_state
+    return chunked_token_logprobs(hidden, model.get_output_embeddings(), input_ids, temperature, chunk=chunk)[0]

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-from ragen_rllib.logprobs import chunked_token_logprobs, gather_token_logprobs, masked_mean
+from ragen_rllib.logprobs import masked_mean, model_token_logprobs
 
 #: positions per chunk of vocabulary-sized logits (a real vocabulary: 49,152 x 4 bytes per position otherwise)
 LOGPROB_CHUNK = 256
@@ -92,13 +92,6 @@ def sft_train(
 
 
 def token_logprobs(model: torch.nn.Module, ids: torch.Tensor) -> torch.Tensor:
-    """``[B, T]`` log-probs of ``ids`` under ``model`` (0 at t = 0). A causal LM with a plain linear head takes the
-    chunked path (:func:`ragen_rllib.logprobs.chunked_token_logprobs`: no ``[B, T, V]`` logits, equal results);
-    models that post-process logits (``final_logit_softcapping``) the full one."""
-    decoder = getattr(model, "get_decoder", lambda: None)()
-    head = model.get_output_embeddings()
-    softcap = getattr(model.config.get_text_config(), "final_logit_softcapping", None)
-    if decoder is None or not isinstance(head, torch.nn.Linear) or softcap:
-        return gather_token_logprobs(model(input_ids=ids).logits, ids)
-    hidden = decoder(input_ids=ids).last_hidden_state
-    return chunked_token_logprobs(hidden, head, ids, chunk=LOGPROB_CHUNK)[0]
+    """``[B, T]`` log-probs of ``ids`` under ``model``, the vocabulary never whole for every position at once
+    (:func:`ragen_rllib.logprobs.model_token_logprobs`)."""
+    return model_token_logprobs(model, ids, chunk=LOGPROB_CHUNK)

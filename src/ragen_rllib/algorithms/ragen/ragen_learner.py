@@ -166,17 +166,11 @@ def _reference_logprobs(module, ref_lm, ids: torch.Tensor) -> torch.Tensor:
     logits never exist for every position at once (:func:`~ragen_rllib.logprobs.chunked_token_logprobs`)."""
     import contextlib
 
-    from ragen_rllib.logprobs import chunked_token_logprobs, gather_token_logprobs
+    from ragen_rllib.logprobs import model_token_logprobs
 
     lora = getattr(module, "lora", None)
     if ref_lm is None and not lora:
         raise ValueError("use_kl_loss needs a reference policy: a frozen copy (no LoRA) or a LoRA adapter to disable")
     lm = ref_lm if ref_lm is not None else module.lm.get_base_model()
     with contextlib.nullcontext() if ref_lm is not None else module.lm.disable_adapter():
-        chunk = getattr(module, "logprob_chunk", 0)
-        if chunk:
-            hidden = lm.get_decoder()(input_ids=ids).last_hidden_state
-            logp, _ = chunked_token_logprobs(hidden, lm.get_output_embeddings(), ids, module.temperature, chunk=chunk)
-            return logp.float()
-        logits = lm(input_ids=ids).logits
-    return gather_token_logprobs(logits, ids, module.temperature).float()
+        return model_token_logprobs(lm, ids, module.temperature, chunk=getattr(module, "logprob_chunk", 0))
