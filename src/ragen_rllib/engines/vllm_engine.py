@@ -40,8 +40,7 @@ class VLLMEngine:
         enforce_eager: no CUDA graphs / compilation (fast start).
         kv_cache_gib: KV-cache size on CPU (``VLLM_CPU_KVCACHE_SPACE``), unless the user set it.
         num_threads: CPU threads of an in-process CPU engine (None: the process's torch threads, i.e.
-            ``OMP_NUM_THREADS``). Measured on 2 cores (Xeon with AMX), SmolLM2-135M, 32 prompts x 64 tokens: fp32
-            128 tokens/s on 1 thread, 158 on 2; bf16 weights 306 and 501.
+            ``OMP_NUM_THREADS``; a runner passes ``num_cpus_per_env_runner``).
         llm_kwargs: anything else ``vllm.LLM`` takes.
     """
 
