@@ -2,6 +2,8 @@
 
 Run:  .venv/bin/python benchmarks/learning.py [--envs FrozenLake Sokoban] [--algos ppo grpo gigpo] [--seeds 0 1 2]
       [--iterations 12]
+      .venv/bin/python benchmarks/learning.py --model smollm2 [...]   # the real pretrained model instead:
+                                                                      # benchmarks/learning_smollm2.py
 
 Each env has its own warm start (built once, cached under .cache/bench/): the small model SFT-trained on that env's
 oracle demonstrations with random actions mixed in, so it knows the answer format with room left to learn. Every
@@ -17,6 +19,7 @@ import argparse
 import json
 import os
 import statistics
+import sys
 import time
 from pathlib import Path
 
@@ -112,6 +115,15 @@ def plot(cells: list[dict], path: Path) -> None:
 
 
 def main() -> None:
+    if "--model" in sys.argv[1:]:  # the real pretrained model: its own protocol (zero-shot, warm start, RL)
+        at = sys.argv.index("--model")
+        if sys.argv[at + 1:at + 2] != ["smollm2"]:
+            sys.exit(f"--model {' '.join(sys.argv[at + 1:at + 2])}: use --model smollm2 (or leave it out for the "
+                     "tiny model)")
+        import learning_smollm2
+
+        learning_smollm2.main(sys.argv[1:at] + sys.argv[at + 2:])
+        return
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--envs", nargs="+", default=list(ENVS), choices=sorted(ENVS))
     p.add_argument("--algos", nargs="+", default=["ppo", "grpo", "gigpo"], choices=sorted(PRESET_OF))

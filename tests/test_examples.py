@@ -115,6 +115,35 @@ def test_demo_seed_study_runs_each_seed_and_summarises(tmp_path):
 
 
 @pytest.mark.slow
+def test_smollm2_learning_benchmark_runs_the_example_per_seed(tmp_path):
+    """benchmarks/learning.py --model smollm2 on a tiny budget: examples/train_smollm2.py once per seed (here on the
+    nano model through the pass-through flags), one record with every run, the per-env summary and a plot."""
+    import json
+
+    tiny = ["--set", "training.env_groups=2", "--set", "training.group_size=2", "--set", "training.minibatch_size=2",
+            "--set", "training.val_env_groups=2", "--set", "training.max_turns=2"]
+    log = run("benchmarks/learning.py", "--model", "smollm2", "--envs", "frozenlake", "--seeds", "0", "1",
+              "--iterations", "1", "--no-zero-shot", "--results", str(tmp_path), "--runs", str(tmp_path / "runs"),
+              "--name", "t", *tiny, "--", "--model", "tiny:nano")
+    record = json.loads((tmp_path / "t.json").read_text())
+    assert record["complete"] and [r["seed"] for r in record["runs"]] == [0, 1]
+    for r in record["runs"]:
+        assert r["iterations"] == 1 and len(r["history"]) == 1 and r["validation_maps"] == 2
+        assert r["lift_points"] == pytest.approx(100 * (r["after_rl"]["success_rate"] -
+                                                        r["warm_start"]["success_rate"]))
+        assert r["config_file"] == "configs/runs/frozenlake_smollm2_cpu.yaml"
+        assert "training.group_size=2" in r["overrides"]
+        assert "--seed " + str(r["seed"]) in r["command"] and "zero_shot" not in r
+        assert (tmp_path / "runs" / f"frozenlake_seed{r['seed']}" / "learning_curve.png").stat().st_size > 0
+    cell, = record["cells"]
+    assert cell["env"] == "frozenlake" and cell["target_points"] == 20 and cell["lifts"] == [
+        r["lift_points"] for r in record["runs"]]
+    assert set(record["cpu"]) == {"model", "bf16_units", "capability"}
+    assert f"{cell['seeds_meeting_target']}/2 at >= +20" in log
+    assert (tmp_path / "t.png").stat().st_size > 0
+
+
+@pytest.mark.slow
 def test_custom_env_example_trains_through_a_remote_runner():
     """The runner imports the user's module shipped by Ray's runtime env (py_modules), not from the driver."""
     out = run("examples/custom_env.py", "--train", "1")

@@ -1,0 +1,91 @@
+"""The real-model demo's warm starts: SmolLM2-135M-Instruct taught RAGEN's answer format on one env, found (and,
+once, built) by one function shared by the example and the learning benchmark.
+
+Zero-shot the model writes no valid action. A short SFT warm start on oracle demonstrations with a share of random
+actions teaches the format and leaves good play to RL; the agent settings are those of the RL runs
+(``configs/runs/<env>_smollm2_cpu.yaml``: RAGEN's no-think prompt, 48 tokens per turn).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+BASE = "gguf:smollm2-135m-instruct"
+#: agent settings of the demonstrations (and of the RL runs that start from them)
+AGENT = {"enable_think": False, "max_response_tokens": 48}
+
+
+@dataclass(frozen=True)
+class WarmRecipe:
+    """One env's warm start.
+
+    Attributes:
+        tag: RAGEN env tag of the demonstrations.
+        env_config: settings over the tag's env_config (those of the RL runs).
+        episodes: oracle demonstration episodes.
+        epochs: SFT epochs over them.
+        noise: share of the demonstrated actions that are random instead of the oracle's.
+    """
+
+    tag: str
+    env_config: dict
+    episodes: int
+    epochs: int
+    noise: float
+
+
+#: env -> its warm start: one epoch, so the format is learnt and the play is not (room left for RL)
+RECIPES = {
+    "sokoban": WarmRecipe("SimpleSokoban", {}, episodes=480, epochs=1, noise=0.1),
+    "frozenlake": WarmRecipe("FrozenLake", {"size": 4, "is_slippery": False}, episodes=160, epochs=1, noise=0.45),
+}
+
+
+def smollm2_model_path(root: str | Path, env: str) -> Path:
+    """Where ``env``'s warm-started model lives under ``root`` (one directory per recipe and precision)."""
+    from ragen_rllib.precision import resolve_autocast
+
+    recipe = _recipe(env)
+    precision = "bf16" if resolve_autocast("auto", "cpu") is not None else "fp32"
+    return Path(root) / "demo" / f"smollm2-{env}-{recipe.episodes}x{recipe.epochs}ep-noise{recipe.noise:g}-{precision}"
+
+
+def smollm2_model(root: str | Path, env: str, build: bool = True, log: Callable[[str], None] = print) -> Path:
+    """SmolLM2-135M-Instruct warm-started on ``env`` (``RECIPES``), built when missing and ``build`` (5-10 min on
+    2 CPU cores; the GGUF conversion once more, ~25 s); with ``build=False`` a missing model raises a
+    ``FileNotFoundError`` that says how to build it."""
+    from ragen_rllib.models.warm_start import REPORT_FILE, WarmStartConfig, warm_start
+
+    path = smollm2_model_path(root, env)
+    if (path / REPORT_FILE).exists():
+        return path
+    if not build:
+        raise FileNotFoundError(f"the warm-started SmolLM2 for {env} is missing at {path}: build it once with "
+                                f"`bash scripts/demo.sh --model smollm2 --env {env}`")
+    import shutil
+
+    from ragen_rllib.agent.config import AgentConfig
+    from ragen_rllib.models.registry import resolve_model
+
+    recipe = _recipe(env)
+    log(f"[demo] warm-starting {BASE} on {recipe.tag} into {path} (once, 5-10 min)")
+    tmp = path.with_name(path.name + ".partial")
+    shutil.rmtree(tmp, ignore_errors=True)
+    shutil.copytree(resolve_model(BASE), tmp)
+    report = warm_start(tmp, WarmStartConfig(envs=(recipe.tag,), env_configs={recipe.tag: recipe.env_config},
+                                             episodes_per_env=recipe.episodes,
+                                             epochs=recipe.epochs, noise=recipe.noise,
+                                             agent=AgentConfig.from_dict(AGENT)),
+                        evaluate=False, base_model=BASE)
+    shutil.rmtree(path, ignore_errors=True)
+    tmp.rename(path)  # complete or absent: an interrupted build is not mistaken for a model
+    log(report.summary())
+    return path
+
+
+def _recipe(env: str) -> WarmRecipe:
+    if env not in RECIPES:
+        raise ValueError(f"env={env!r} has no SmolLM2 warm start; use one of {sorted(RECIPES)}")
+    return RECIPES[env]

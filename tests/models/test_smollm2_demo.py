@@ -1,0 +1,42 @@
+"""The real-model demo's warm starts: found in one place, named by their recipe, consistent with the RL configs."""
+
+import pytest
+
+from ragen_rllib import precision
+from ragen_rllib.models.smollm2_demo import AGENT, RECIPES, smollm2_model, smollm2_model_path
+
+ROOT = __import__("pathlib").Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize("bf16_units, tag", [(True, "bf16"), (False, "fp32")])
+def test_the_path_names_the_recipe_and_the_precision(monkeypatch, tmp_path, bf16_units, tag):
+    monkeypatch.setattr(precision, "cpu_has_bf16_units", lambda: bf16_units)
+    r = RECIPES["sokoban"]
+    assert smollm2_model_path(tmp_path, "sokoban") == (
+        tmp_path / "demo" / f"smollm2-sokoban-{r.episodes}x{r.epochs}ep-noise{r.noise:g}-{tag}")
+
+
+def test_an_unknown_env_is_refused_with_the_choices(tmp_path):
+    with pytest.raises(ValueError, match=r"env='chess'.*\['frozenlake', 'sokoban'\]"):
+        smollm2_model_path(tmp_path, "chess")
+
+
+def test_a_missing_model_raises_and_says_how_to_build_it(tmp_path):
+    with pytest.raises(FileNotFoundError, match=r"missing at .*smollm2-frozenlake.*--model smollm2 --env frozenlake"):
+        smollm2_model(tmp_path, "frozenlake", build=False)
+
+
+@pytest.mark.parametrize("env", sorted(RECIPES))
+def test_the_warm_start_teaches_the_prompt_and_env_its_rl_config_trains_on(env):
+    """The demonstrations use the agent settings and env of configs/runs/<env>_smollm2_cpu.yaml, so RL starts
+    from a model that was taught exactly the prompt it will see."""
+    from ragen_rllib import RagenConfig
+    from ragen_rllib.envs.tags import RAGEN_TAGS
+
+    config = RagenConfig.from_yaml(ROOT / "configs" / "runs" / f"{env}_smollm2_cpu.yaml")
+    for key, value in AGENT.items():
+        assert getattr(config, key) == value, key
+    tag = RAGEN_TAGS[RECIPES[env].tag]
+    assert config.env == tag.env
+    demo_env = {**tag.env_config, **RECIPES[env].env_config}
+    assert {k: (list(v) if isinstance(v, tuple) else v) for k, v in demo_env.items()} == dict(config.env_config)
