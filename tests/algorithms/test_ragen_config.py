@@ -80,6 +80,7 @@ def test_every_hyperparameter_is_typed_with_a_default_and_a_meaning():
     (lambda c: c.training(filter_strategy="top_q"), "filter_strategy='top_q'.*top_p"),
     (lambda c: c.training(early_stop_val_patience=0), "early_stop_val_patience=0.*None"),
     (lambda c: c.training(filter_strategy="top_p", filter_value=1.5), "filter_value=1.5.*fraction"),
+    (lambda c: c.training(filter_min_std=-0.1), "filter_min_std=-0.1.*>= 0"),
     (lambda c: c.training(filter_strategy="top_k_abs", filter_value=99, env_groups=2), "top_k_abs=99.*env_groups=2"),
     (lambda c: c.training(lr_decay="exponential"), "lr_decay='exponential'.*cosine"),
     (lambda c: c.training(lr_decay="cosine"), "lr_decay_steps=None.*integer > lr_warmup_steps=0"),

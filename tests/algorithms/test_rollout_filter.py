@@ -11,7 +11,7 @@ from ragen_rllib.algorithms.ragen.rollout_filter import filter_trajectories
 
 def cfg(**kw):
     base = dict(filter_strategy="top_k", filter_value=0.5, filter_keep="largest", filter_top_p_mode="linear",
-                filter_include_zero=True, filter_metric="reward_std")
+                filter_include_zero=True, filter_metric="reward_std", filter_min_std=0.0)
     return SimpleNamespace(**{**base, **kw})
 
 
@@ -34,6 +34,17 @@ def test_dropping_zero_variance_groups_first():
     kept, m = filter_trajectories(trajectories(), cfg(filter_strategy="top_k_abs", filter_value=4,
                                                       filter_include_zero=False))
     assert sorted({t.group_id for t in kept}) == [1, 3] and m[K.FILTER_KEPT_GROUPS] == 2
+
+
+def test_a_std_floor_drops_groups_that_differ_by_less():
+    """filter_min_std=0.4: group 3 (std .35, e.g. step penalties only) counts as zero-variance too; group 1
+    (std .71, outcomes differ) stays."""
+    kept, m = filter_trajectories(trajectories(), cfg(filter_strategy="top_k_abs", filter_value=4,
+                                                      filter_include_zero=False, filter_min_std=0.4))
+    assert {t.group_id for t in kept} == {1} and m[K.FILTER_ZERO_VARIANCE_GROUPS] == 3
+    kept, _ = filter_trajectories(trajectories(), cfg(filter_strategy="top_k_abs", filter_value=4,
+                                                      filter_include_zero=False, filter_min_std=0.8))
+    assert kept == []  # nothing left: the update is skipped, not made on noise
 
 
 def test_off_keeps_every_healthy_trajectory_and_reports_nothing():

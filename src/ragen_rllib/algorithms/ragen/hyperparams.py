@@ -72,6 +72,9 @@ class RagenHyperparams:
     filter_top_p_mode: str = _h('linear', (
         "top_p over the scores themselves or their softmax: one of ('linear', 'softmax')"))
     filter_include_zero: bool = _h(True, "False: drop groups whose rewards are all equal before the strategy")
+    filter_min_std: float = _h(0.0, (
+        "with filter_include_zero=False, also drop groups whose in-group reward std is at most this (e.g. 0.5 on "
+        "Sokoban: keep groups whose outcomes differ, not those differing by step penalties only; 0: exact ties)"))
     filter_metric: str = _h('reward_std', "group score: one of ('reward_std', 'reward_mean', 'response_length')")
     filter_loss_scale: bool = _h(False, "scale the loss by the kept ratio of groups")
 

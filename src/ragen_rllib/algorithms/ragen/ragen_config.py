@@ -221,6 +221,10 @@ class RagenConfig(AlgorithmConfig, RagenHyperparams):
         self._validate_ragen()
 
     def _validate_filter(self, bad) -> None:
+        m = self.filter_min_std
+        if not isinstance(m, (int, float)) or isinstance(m, bool) or not m >= 0:
+            bad("filter_min_std", "use a reward std >= 0 (0: only groups whose rewards are all equal count as "
+                "zero-variance)")
         if self.filter_strategy is None:
             return
         v = self.filter_value

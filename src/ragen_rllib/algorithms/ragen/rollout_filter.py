@@ -16,7 +16,8 @@ def filter_trajectories(trajectories: Sequence[Trajectory], cfg) -> tuple[list[T
     """The trajectories of the groups ``cfg.filter_strategy`` keeps, and the filter's metrics.
 
     Groups are scored by ``cfg.filter_metric`` (in-group reward std by default); with
-    ``cfg.filter_include_zero=False`` groups whose rewards are all equal are dropped first. Failed
+    ``cfg.filter_include_zero=False`` groups whose rewards are all equal (in-group reward std at most
+    ``cfg.filter_min_std``) are dropped first. Failed
     trajectories (``error``) are never trained and do not count.
     """
     ok = [t for t in trajectories if t.error is None]
@@ -30,7 +31,7 @@ def filter_trajectories(trajectories: Sequence[Trajectory], cfg) -> tuple[list[T
         _, _, _, std = group_scores(rewards, groups)
     else:
         uniq, inv, scores, std = group_scores(rewards, groups, cfg.filter_metric)
-    zero = std == 0
+    zero = std <= cfg.filter_min_std
     keep = select_groups(scores, cfg.filter_strategy, cfg.filter_value, keep=cfg.filter_keep,
                          top_p_mode=cfg.filter_top_p_mode, zero_variance=None if cfg.filter_include_zero else zero)
     kept = [t for t, g in zip(ok, inv.tolist()) if bool(keep[g])]
