@@ -101,7 +101,7 @@ WEIGHTS_STALENESS = "weights_staleness"  # learner updates between the sampling 
 # ---- rollout filtering (result["learners"]["__all_modules__"] is RLlib's; these go under result["env_runners"])
 FILTER_KEPT_RATIO = "filter_kept_ratio"  # kept groups / groups
 FILTER_KEPT_GROUPS = "filter_kept_groups"
-FILTER_ZERO_VARIANCE_GROUPS = "filter_zero_variance_groups"  # groups whose reward std is <= filter_min_std (0: all equal)
+FILTER_ZERO_VARIANCE_GROUPS = "filter_zero_variance_groups"  # groups with reward std <= filter_min_std (0: all equal)
 FILTER_KEPT_REWARD_STD_MEAN = "filter_kept_reward_std_mean"  # mean in-group reward std of the kept groups
 FILTER_EMPTY_BATCHES = "filter_empty_batches"  # steps whose filtered batch was empty (update skipped)
 OVERLONG_TURN_RATE = "overlong_turn_rate"  # share of turns the DAPO overlong penalty hit
