@@ -61,6 +61,10 @@ def load_config(args, model: str):
     tree = load_tree(CONFIGS[args.env], overrides)
     iterations = args.iterations or int(tree["run"]["stop"]["training_iteration"])
     if args.iterations is not None:  # the lr schedule spans the run
+        warmup = int(tree["training"].get("lr_warmup_steps", 0))
+        if iterations <= warmup and tree["training"].get("lr_decay", "constant") != "constant":
+            raise SystemExit(f"--iterations={iterations} leaves no room for the lr decay after training."
+                             f"lr_warmup_steps={warmup}: raise --iterations or pass --set training.lr_warmup_steps=0")
         overrides.append(f"training.lr_decay_steps={iterations}")
     return RagenConfig.from_yaml(CONFIGS[args.env], overrides), iterations
 

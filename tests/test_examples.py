@@ -121,7 +121,8 @@ def test_smollm2_learning_benchmark_runs_the_example_per_seed(tmp_path):
     import json
 
     tiny = ["--set", "training.env_groups=2", "--set", "training.group_size=2", "--set", "training.minibatch_size=2",
-            "--set", "training.val_env_groups=2", "--set", "training.max_turns=2"]
+            "--set", "training.val_env_groups=2", "--set", "training.max_turns=2",
+            "--set", "training.lr_warmup_steps=0"]
     log = run("benchmarks/learning.py", "--model", "smollm2", "--envs", "frozenlake", "--seeds", "0", "1",
               "--iterations", "1", "--no-zero-shot", "--results", str(tmp_path), "--runs", str(tmp_path / "runs"),
               "--name", "t", *tiny, "--", "--model", "tiny:nano")
