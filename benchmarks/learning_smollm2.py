@@ -10,7 +10,8 @@ process: the same cached warm start (built by the first run), the env's config f
 of each env also validates the model zero-shot. Writes benchmarks/results/<name>.json after every run (per env and
 seed: zero-shot, warm start, after RL, each with its binomial standard error, the lift, RL time, the per-iteration
 diagnostics, the CPU model and the command; per env: mean +- std of the lift and how many seeds met the target)
-and <name>.png.
+and <name>.png. ``--append`` keeps the record's runs of the other envs, so the envs can run in separate parts
+(``--envs frozenlake``, then ``--envs sokoban --append``); every part's command is kept.
 """
 
 from __future__ import annotations
@@ -103,6 +104,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--name", default="learning_smollm2", help="file stem of the JSON and PNG")
     p.add_argument("--results", default=str(OUT), help="folder of the JSON and PNG")
     p.add_argument("--runs", default=None, help="per-run outputs (default: runs/<name>)")
+    p.add_argument("--append", action="store_true",
+                   help="keep the existing record's runs of the other envs (a benchmark run in parts)")
     argv = list(sys.argv[1:] if argv is None else argv)
     extra = argv[argv.index("--") + 1:] if "--" in argv else []
     args = p.parse_args(argv[:argv.index("--")] if "--" in argv else argv)
@@ -112,15 +115,23 @@ def main(argv: list[str] | None = None) -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
     command = " ".join(shlex.quote(a) for a in [".venv/bin/python", "benchmarks/learning.py", "--model", "smollm2",
                                                 *argv])
+    path = out_dir / f"{args.name}.json"
+    kept: list[dict] = []
+    if args.append and path.exists():
+        old = json.loads(path.read_text())
+        first = (old.get("commands") or [old.get("command")])[0]
+        kept = [{"benchmark_command": first, **r} for r in old["runs"] if r["env"] not in args.envs]
+    commands = sorted({r["benchmark_command"] for r in kept}) + [command]
     runs: list[dict] = []
     for env in args.envs:
         for seed in args.seeds:
-            runs.append(run(env, seed, args))
-            record = {"command": command, "cpu": runs[0]["cpu"], "complete": len(runs) == len(args.envs) *
-                      len(args.seeds), "cells": summarize(runs), "runs": runs}
-            (out_dir / f"{args.name}.json").write_text(json.dumps(record, indent=2, default=str))
-            plot(runs, out_dir / f"{args.name}.png")
-    for c in summarize(runs):
+            runs.append({**run(env, seed, args), "benchmark_command": command})
+            every = kept + runs
+            record = {"commands": commands, "cpu": runs[0]["cpu"], "complete": len(runs) == len(args.envs) *
+                      len(args.seeds), "cells": summarize(every), "runs": every}
+            path.write_text(json.dumps(record, indent=2, default=str))
+            plot(every, out_dir / f"{args.name}.png")
+    for c in summarize(kept + runs):
         print(f"{c['env']:10s} lift over the warm start {c['mean_lift']:+.1f} +- {c['std_lift']:.1f} points over "
               f"{len(c['seeds'])} seeds ({', '.join(f'{x:+.1f}' for x in c['lifts'])}); "
               f"{c['seeds_meeting_target']}/{len(c['seeds'])} at >= +{c['target_points']:.0f}")

