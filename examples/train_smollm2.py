@@ -87,7 +87,8 @@ def validate(algo, label: str, maps: int) -> dict:
 
 def iteration_record(result: dict) -> dict:
     """RAGEN's diagnostics of one training iteration."""
-    r, lr_, t = result["env_runners"], result["learners"]["default_policy"], result["timers"]
+    r, t = result["env_runners"], result["timers"]
+    lr_ = result.get("learners", {}).get("default_policy", {})  # absent until a step trained (the filter may skip)
     out = {k: r.get(k) for k in ("success_rate", "action_valid_rate", "in_group_reward_std_mean",
                                  "episode_return_mean", "response_tokens_mean", "filter_kept_ratio")}
     out.update({k: lr_.get(k) for k in ("entropy", "grad_norm", "policy_loss", "approx_kl", "clip_fraction")})
@@ -139,7 +140,8 @@ def main() -> None:
             history.append(iteration_record(result))
             h = history[-1]
             print(f"[smollm2] iter {it:3d}  {train_seconds:5.0f} s  success {h['success_rate']:.1%}  valid "
-                  f"{h['action_valid_rate']:.1%}  group reward std {h['in_group_reward_std_mean']:.3f}  entropy "
+                  f"{h['action_valid_rate']:.1%}  group reward std {_num(h['in_group_reward_std_mean']):.3f}  "
+                  f"entropy "
                   f"{_num(h['entropy']):.3f}  grad_norm {_num(h['grad_norm']):.2f}  kept groups "
                   f"{_num(h['filter_kept_ratio']):.0%}  (sample "
                   f"{h['sample_s']:.1f} s, learn {h['learn_s']:.1f} s)", flush=True)
