@@ -53,7 +53,7 @@ def smollm2_model_path(root: str | Path, env: str) -> Path:
 
 
 def smollm2_model(root: str | Path, env: str, build: bool = True, log: Callable[[str], None] = print) -> Path:
-    """SmolLM2-135M-Instruct warm-started on ``env`` (``RECIPES``), built when missing and ``build`` (5-10 min on
+    """SmolLM2-135M-Instruct warm-started on ``env`` (``RECIPES``), built when missing and ``build`` (5-14 min on
     2 CPU cores; the GGUF conversion once more, ~25 s); with ``build=False`` a missing model raises a
     ``FileNotFoundError`` that says how to build it."""
     from ragen_rllib.models.warm_start import REPORT_FILE, WarmStartConfig, warm_start
@@ -70,7 +70,7 @@ def smollm2_model(root: str | Path, env: str, build: bool = True, log: Callable[
     from ragen_rllib.models.registry import resolve_model
 
     recipe = _recipe(env)
-    log(f"[demo] warm-starting {BASE} on {recipe.tag} into {path} (once, 5-10 min)")
+    log(f"[demo] warm-starting {BASE} on {recipe.tag} into {path} (once, 5-14 min)")
     tmp = path.with_name(path.name + ".partial")
     shutil.rmtree(tmp, ignore_errors=True)
     shutil.copytree(resolve_model(BASE), tmp)
