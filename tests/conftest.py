@@ -32,6 +32,6 @@ def ray_session():
 
     from ragen_rllib import init_ray
 
-    init_ray(num_cpus=6, _temp_dir=str(CACHE / "ray"), log_to_driver=False)
+    init_ray(num_cpus=6, _temp_dir=str(CACHE / "ray"), log_to_driver=False, include_dashboard=False)
     yield
     ray.shutdown()

@@ -168,7 +168,7 @@ def sweep(config_path: str | Path | None, overrides: list[str], resume: str | Pa
     os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
     os.environ.setdefault("TUNE_DISABLE_STRICT_METRIC_CHECKING", "1")  # validation runs every N iterations only
     os.environ.setdefault("TUNE_GLOBAL_CHECKPOINT_S", "0")  # experiment state after every event: a kill loses little
-    start_ray(ray_kwargs, loggers, out)
+    start_ray(ray_kwargs, loggers, out, log)
     if resume is not None:
         tuner = tune.Tuner.restore(str((out / TRIALS).resolve()), trainable=Ragen, resume_unfinished=True,
                                    resume_errored=True)

@@ -125,7 +125,7 @@ def train(config_path: str | Path | None, overrides: list[str], resume: str | Pa
     every = int(run.get("checkpoint_every") or 0)
     run_dir.mkdir(parents=True, exist_ok=True)
     config.to_yaml(run_dir / CONFIG_FILE)
-    start_ray(ray_kwargs, loggers, run_dir)
+    start_ray(ray_kwargs, loggers, run_dir, log)
     if checkpoint is not None:  # RLlib's documented way to start a Tune trial from a checkpoint
         config = config.copy(copy_frozen=False).callbacks(on_algorithm_init=RestoreFrom(checkpoint.resolve()))
         log(f"resumed from {checkpoint}")
@@ -206,16 +206,20 @@ def absolute_model(config, model_name: str) -> None:
         config.rl_module(model_config={**config.model_config, "model": str(Path(model_name).resolve())})
 
 
-def start_ray(ray_kwargs: dict[str, Any], loggers: list[str], out: Path) -> None:
+def start_ray(ray_kwargs: dict[str, Any], loggers: list[str], out: Path, log: Callable[[str], None] = print) -> None:
     """``init_ray`` with the environment the trials need, on the driver and in every Ray worker: relative paths
-    keep meaning the driver's directory (no chdir into trial directories), and the loggers' variables."""
+    keep meaning the driver's directory (no chdir into trial directories), and the loggers' variables. Logs the
+    dashboard's URL."""
     from ragen_rllib import init_ray
 
     env = {"RAY_CHDIR_TO_TRIAL_DIR": os.environ.get("RAY_CHDIR_TO_TRIAL_DIR", "0"), **logger_env(loggers, out)}
     os.environ.update(env)
     runtime_env = dict(ray_kwargs.get("runtime_env") or {})
     ray_kwargs["runtime_env"] = {**runtime_env, "env_vars": {**env, **(runtime_env.get("env_vars") or {})}}
-    init_ray(**ray_kwargs)
+    context = init_ray(**ray_kwargs)
+    if context is not None and context.dashboard_url:
+        token = os.environ.get("RAY_AUTH_TOKEN_PATH")
+        log(f"Ray dashboard: http://{context.dashboard_url}" + (f" (its login token: {token})" if token else ""))
 
 
 def add_shipped_paths(ray_kwargs: Mapping[str, Any]) -> None:
