@@ -3,6 +3,7 @@
 Subcommands:
   train       train from a config file (configs/...), with checkpoints and a learning curve
   sweep       a Tune experiment from a config's tune section (slip-rate study, ASHA, PBT)
+  plan        one trial's resources (each runner and learner) and how many trials a cluster runs at once
   eval        evaluate a checkpoint or a model on fixed seeds: success, pass@k, readable trajectories (JSONL)
   export      save a checkpoint's policy as a Hugging Face model directory
   view        render rollouts (eval's JSONL) as one self-contained HTML page
@@ -31,6 +32,12 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
 
     sweep(args.config, args.overrides, resume=args.resume)
     return 0
+
+
+def _cmd_plan(args: argparse.Namespace) -> int:
+    from ragen_rllib.resources import plan
+
+    return plan(args.config, args.overrides, cluster=args.cluster)
 
 
 def _cmd_eval(args: argparse.Namespace) -> int:
@@ -180,6 +187,16 @@ def build_parser() -> argparse.ArgumentParser:
     sw.add_argument("overrides", nargs="*", metavar="section.key=value", help="dotlist overrides")
     sw.add_argument("--resume", metavar="SWEEP_DIR", help="continue a sweep (finished trials are kept)")
     sw.set_defaults(func=_cmd_sweep)
+    pl = sub.add_parser("plan", help="one trial's CPUs, GPUs and custom resources, and how many trials a cluster "
+                        "runs at once", description="Print the resources of each runner and learner of one trial "
+                        "(RLlib's placement group; a sweep's first point), the trial's total, and how many trials "
+                        "run at once on --cluster, on the connected Ray (run.ray_init.address or RAY_ADDRESS) or on "
+                        "this machine. Exits 2 with the fix when one trial fits no node.")
+    pl.add_argument("config", help="a YAML config (run or sweep)")
+    pl.add_argument("overrides", nargs="*", metavar="section.key=value", help="dotlist overrides")
+    pl.add_argument("--cluster", metavar="SPEC", help='e.g. "2 nodes x 8 CPUs, 1 GPU" (groups joined by ";", '
+                    "custom resources as name=amount)")
+    pl.set_defaults(func=_cmd_plan)
     ev = sub.add_parser("eval", help="evaluate a checkpoint or model on fixed seeds (success, pass@k, JSONL)",
                         description="Roll out a Ragen checkpoint or a Hugging Face model on fixed seeds (val_seed on, "
                         "or each validation tag's seed) at the config's validation temperature, on the config's "

@@ -138,6 +138,8 @@ def sweep(config_path: str | Path | None, overrides: list[str], resume: str | Pa
     from ragen_rllib.algorithms.ragen.ragen import Ragen
     from ragen_rllib.loggers import logger_callbacks
     from ragen_rllib.sweep_space import apply_param_space, make_scheduler
+    from ragen_rllib.ray_init import joins_cluster
+    from ragen_rllib.resources import check_cluster
     from ragen_rllib.training_run import absolute_model, ray_kwargs_of, start_ray
 
     if resume is not None:
@@ -169,6 +171,7 @@ def sweep(config_path: str | Path | None, overrides: list[str], resume: str | Pa
     os.environ.setdefault("TUNE_DISABLE_STRICT_METRIC_CHECKING", "1")  # validation runs every N iterations only
     os.environ.setdefault("TUNE_GLOBAL_CHECKPOINT_S", "0")  # experiment state after every event: a kill loses little
     start_ray(ray_kwargs, loggers, out, log)
+    check_cluster(sample, joins_cluster(ray_kwargs), log)
     if resume is not None:
         tuner = tune.Tuner.restore(str((out / TRIALS).resolve()), trainable=Ragen, resume_unfinished=True,
                                    resume_errored=True)

@@ -103,6 +103,8 @@ def train(config_path: str | Path | None, overrides: list[str], resume: str | Pa
           log: Callable[[str], None] = print) -> Path:
     """Train until ``run.stop`` (default: 10 iterations); returns the run directory."""
     from ragen_rllib import RagenConfig
+    from ragen_rllib.ray_init import joins_cluster
+    from ragen_rllib.resources import check_cluster
 
     if resume is not None:
         run_dir = Path(resume)
@@ -126,6 +128,7 @@ def train(config_path: str | Path | None, overrides: list[str], resume: str | Pa
     run_dir.mkdir(parents=True, exist_ok=True)
     config.to_yaml(run_dir / CONFIG_FILE)
     start_ray(ray_kwargs, loggers, run_dir, log)
+    check_cluster(config, joins_cluster(ray_kwargs), log)
     if checkpoint is not None:  # RLlib's documented way to start a Tune trial from a checkpoint
         config = config.copy(copy_frozen=False).callbacks(on_algorithm_init=RestoreFrom(checkpoint.resolve()))
         log(f"resumed from {checkpoint}")

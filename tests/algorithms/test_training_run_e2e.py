@@ -243,4 +243,23 @@ def test_a_user_env_module_reaches_the_remote_runners_through_the_runtime_env(tm
                           env=env, capture_output=True, text=True, timeout=400)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "iter    1" in proc.stdout and "stopped: training_iteration=1 >= 1" in proc.stdout
+    assert "Ray dashboard: http://127.0.0.1:" in proc.stdout  # on by default, on loopback, its URL printed
     assert "env: user/Lake-v0" in (tmp_path / "run" / CONFIG_FILE).read_text()
+
+
+def test_a_trial_that_fits_no_node_stops_with_the_fix_before_tune_starts_it(tmp_path):
+    """The runner asks for 3 CPUs on a Ray of 2: Tune would wait for resources forever."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    cfg = tmp_path / "big.yaml"
+    cfg.write_text(CONFIG)
+    overrides = ["env_runners.num_cpus_per_env_runner=3", "run.ray_init.num_cpus=2", f"run.out_dir={tmp_path / 'run'}",
+                 f"run.ray_init._temp_dir={root / '.cache' / 'ray_fit'}"]
+    proc = subprocess.run([sys.executable, "-m", "ragen_rllib.cli", "train", str(cfg), *overrides], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=200)
+    assert proc.returncode == 2, proc.stderr[-3000:]
+    assert "its env runner 1 needs 3 CPU on one node" in proc.stderr and "run.ray_init" in proc.stderr
+    assert not (tmp_path / "run" / "trials").exists()
