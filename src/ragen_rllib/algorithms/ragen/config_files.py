@@ -32,7 +32,8 @@ ENV_KEYS = ("env_tags", "val_env_tags", "env_modules")  # Ragen's own environmen
 #: what ``to_yaml`` writes per builder section (besides every Ragen hyperparameter under ``training``)
 DUMPED = {
     "environment": ("env", "env_config", *ENV_KEYS),
-    "env_runners": ("num_env_runners", "num_cpus_per_env_runner", "num_gpus_per_env_runner", "sample_timeout_s"),
+    "env_runners": ("num_env_runners", "num_cpus_per_env_runner", "num_gpus_per_env_runner",
+                    "custom_resources_per_env_runner", "sample_timeout_s"),
     "learners": ("num_learners", "num_cpus_per_learner", "num_gpus_per_learner"),
     "rl_module": ("model_config",),
     "training": ("lr", "grad_clip", "grad_clip_by", "gamma", "num_epochs", "minibatch_size"),
