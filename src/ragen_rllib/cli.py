@@ -3,6 +3,7 @@
 Subcommands:
   train       train from a config file (configs/...), with checkpoints and a learning curve
   sweep       a Tune experiment from a config's tune section (slip-rate study, ASHA, PBT)
+  report      sweeps' records as one rows x columns table and figure (RAGEN's main table)
   plan        one trial's resources (each runner and learner) and how many trials a cluster runs at once
   eval        evaluate a checkpoint or a model on fixed seeds: success, pass@k, readable trajectories (JSONL)
   export      save a checkpoint's policy as a Hugging Face model directory
@@ -38,6 +39,13 @@ def _cmd_plan(args: argparse.Namespace) -> int:
     from ragen_rllib.resources import plan
 
     return plan(args.config, args.overrides, cluster=args.cluster)
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    from ragen_rllib.sweep_report import report
+
+    report(args.sweeps, rows=args.rows, cols=args.cols, out=args.out)
+    return 0
 
 
 def _cmd_eval(args: argparse.Namespace) -> int:
@@ -197,6 +205,15 @@ def build_parser() -> argparse.ArgumentParser:
     pl.add_argument("--cluster", metavar="SPEC", help='e.g. "2 nodes x 8 CPUs, 1 GPU" (groups joined by ";", '
                     "custom resources as name=amount)")
     pl.set_defaults(func=_cmd_plan)
+    rp = sub.add_parser("report", help="sweeps' trial records as one rows x columns table (RAGEN's main table)",
+                        description="Read sweep.json of each SWEEP_DIR and write report.md and report.png: one row "
+                        "per --rows value, one column per --cols value (default: the first two swept keys), each "
+                        "cell the mean +- std of validation success over its trials (seeds pooled), with the lift.")
+    rp.add_argument("sweeps", nargs="+", metavar="SWEEP_DIR", help="sweep directories (or their sweep.json)")
+    rp.add_argument("--rows", metavar="KEY", help="a swept key, e.g. variant or training.adv_estimator")
+    rp.add_argument("--cols", metavar="KEY", help="a swept key, e.g. environment.env")
+    rp.add_argument("--out", metavar="DIR", help="where report.md / report.png go (default: the first sweep)")
+    rp.set_defaults(func=_cmd_report)
     ev = sub.add_parser("eval", help="evaluate a checkpoint or model on fixed seeds (success, pass@k, JSONL)",
                         description="Roll out a Ragen checkpoint or a Hugging Face model on fixed seeds (val_seed on, "
                         "or each validation tag's seed) at the config's validation temperature, on the config's "
