@@ -1,0 +1,189 @@
+"""A real two-node Ray cluster on this machine, started the way a user starts one (``ray start``, token
+authentication, loopback addresses), and the project's runs on it: ``train`` places its env runner on the worker
+node by a custom resource and checkpoints; ``ray job submit`` runs a 2-trial ``sweep`` whose trials land on
+different nodes. The nodes are stopped by their own process ids, also when a check fails.
+
+Ray 2.60 rewrites a node address of 127.0.0.1 to the machine's network address, so the nodes take other loopback
+addresses (127.0.0.2 and 127.0.0.3: the whole 127.0.0.0/8 is loopback) and every address they advertise stays on
+loopback; their gRPC servers still listen on all interfaces (Ray binds them so on any multi-node cluster).
+"""
+
+import json
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+import psutil
+import pytest
+
+from tests.conftest import CACHE, ROOT
+
+pytestmark = pytest.mark.slow
+
+HEAD_IP, WORKER_IP = "127.0.0.2", "127.0.0.3"
+RAY = str(Path(sys.executable).parent / "ray")
+RUN = """
+environment: {env: ragen/FrozenLake-v0, env_config: {size: 4, success_rate: 1.0}}
+env_runners: {num_env_runners: 1, num_cpus_per_env_runner: 1}
+learners: {num_learners: 0}
+rl_module: {model_config: {model: "tiny:nano", autocast: null}}
+training: {adv_estimator: grpo, env_groups: 2, group_size: 2, minibatch_size: 4, max_turns: 2,
+           max_response_tokens: 16, lr: 1.0e-3, engine: hf}
+evaluation: {evaluation_interval: 0}
+debugging: {seed: 0}
+run: {stop: {training_iteration: 1}, checkpoint_every: 1, loggers: []}
+"""
+SWEEP = RUN + """
+tune:
+  param_space: {training.lr: {grid_search: [1.0e-3, 2.0e-3]}}
+  metric: env_runners/success_rate
+"""
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Cluster:
+    """Head and worker started by ``ray start --block`` (each its own process group and temp dir)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.port, self.dashboard_port = _free_port(), _free_port()
+        token = root / "auth_token"  # the secret every node, driver and job client reads (RAY_AUTH_TOKEN_PATH)
+        token.touch(mode=0o600)
+        token.write_text(secrets.token_hex(32))
+        self.env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
+        self.env.update(RAY_AUTH_MODE="token", RAY_AUTH_TOKEN_PATH=str(token))
+        self.procs: list[subprocess.Popen] = []
+        self.address = f"{HEAD_IP}:{self.port}"
+        self.dashboard = f"http://127.0.0.1:{self.dashboard_port}"
+
+    def start(self) -> None:
+        self._node(["--head", f"--node-ip-address={HEAD_IP}", f"--port={self.port}", "--num-cpus=2",
+                    "--include-dashboard=true", "--dashboard-host=127.0.0.1", f"--dashboard-port={self.dashboard_port}",
+                    f"--ray-client-server-port={_free_port()}", f"--temp-dir={self.root / 'h'}"], "head")
+        self._wait_for_nodes(1)
+        self._node([f"--address={self.address}", f"--node-ip-address={WORKER_IP}", "--num-cpus=2",
+                    '--resources={"rollout": 1}', f"--temp-dir={self.root / 'w'}"], "worker")
+        self._wait_for_nodes(2)
+
+    def _node(self, args: list[str], name: str) -> None:
+        log = (self.root / f"{name}.log").open("w")
+        self.procs.append(subprocess.Popen([RAY, "start", "--block", "--disable-usage-stats", *args], env=self.env,
+                                           stdout=log, stderr=subprocess.STDOUT, start_new_session=True))
+
+    def state(self, path: str):
+        token = Path(self.env["RAY_AUTH_TOKEN_PATH"]).read_text().strip()
+        request = urllib.request.Request(self.dashboard + path, headers={"Authorization": f"Bearer {token}"})
+        with urllib.request.urlopen(request, timeout=10) as reply:
+            return json.load(reply)["data"]["result"]["result"]
+
+    def nodes(self) -> list[dict]:
+        return [n for n in self.state("/api/v0/nodes?limit=100") if n["state"] == "ALIVE"]
+
+    def actors(self, class_name: str) -> list[dict]:
+        return [a for a in self.state("/api/v0/actors?limit=1000&detail=1") if a["class_name"] == class_name]
+
+    def _wait_for_nodes(self, count: int, timeout: float = 90) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for proc in self.procs:
+                assert proc.poll() is None, f"ray start exited with {proc.returncode}: {self.logs()}"
+            try:
+                if len(self.nodes()) >= count:
+                    return
+            except OSError:
+                pass
+            time.sleep(1)
+        raise AssertionError(f"{count} nodes did not come up in {timeout} s: {self.logs()}")
+
+    def logs(self) -> str:
+        return "\n".join(p.read_text()[-1500:] for p in sorted(self.root.glob("*.log")))
+
+    def stop(self) -> None:
+        """SIGTERM each ``ray start --block`` (it stops its node's processes), then kill what is left of them."""
+        tree = []
+        for proc in self.procs:
+            try:
+                tree += [proc.pid, *(c.pid for c in psutil.Process(proc.pid).children(recursive=True))]
+            except psutil.Error:
+                pass
+            proc.send_signal(signal.SIGTERM)
+        for proc in self.procs:
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+        for pid in tree:
+            try:
+                psutil.Process(pid).kill()
+            except psutil.Error:
+                pass
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    root = Path(tempfile.mkdtemp(prefix="rc", dir=CACHE / "tmp"))  # short: Ray's socket paths have 107 bytes
+    nodes = Cluster(root)
+    try:
+        nodes.start()
+        yield nodes
+    finally:
+        nodes.stop()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _cli(cluster: Cluster, *args: str, cwd: Path, timeout: float = 400) -> subprocess.CompletedProcess:
+    env = dict(cluster.env, RAY_ADDRESS=cluster.address)
+    return subprocess.run([sys.executable, "-m", "ragen_rllib.cli", *args], cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def test_the_nodes_advertise_loopback_addresses_and_need_the_token(cluster):
+    nodes = cluster.nodes()
+    assert sorted(n["node_ip"] for n in nodes) == [HEAD_IP, WORKER_IP]
+    env = {k: v for k, v in cluster.env.items() if not k.startswith("RAY_AUTH")}
+    env["HOME"] = str(cluster.root / "nohome")  # no ~/.ray/auth_token to fall back on
+    refused = subprocess.run([sys.executable, "-c", f"import ray; ray.init(address='{cluster.address}')"], env=env,
+                             capture_output=True, text=True, timeout=60)
+    assert refused.returncode != 0 and "uthentication" in refused.stderr
+
+
+def test_train_places_its_env_runner_on_the_worker_node_and_checkpoints(cluster, tmp_path):
+    (tmp_path / "run.yaml").write_text(RUN)
+    proc = _cli(cluster, "train", "run.yaml", "env_runners.custom_resources_per_env_runner={rollout: 1}",
+                "run.out_dir=out", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "iter    1" in proc.stdout
+    assert list((tmp_path / "out" / "checkpoints").glob("iter_0001/rllib_checkpoint.json"))
+    worker = next(n["node_id"] for n in cluster.nodes() if n["node_ip"] == WORKER_IP)
+    runners = cluster.actors("RagenEnvRunner")
+    assert runners and {a["node_id"] for a in runners} == {worker}
+
+
+def test_a_submitted_job_runs_a_sweep_whose_two_trials_land_on_different_nodes(cluster, tmp_path):
+    job_dir = tmp_path / "job"
+    job_dir.mkdir()
+    (job_dir / "sweep.yaml").write_text(SWEEP)
+    before = {a["actor_id"] for a in cluster.actors("Ragen")}
+    env = dict(cluster.env, RAY_API_SERVER_ADDRESS=cluster.dashboard)
+    submit = subprocess.run(
+        [RAY, "job", "submit", "--working-dir", str(job_dir),
+         "--runtime-env-json", json.dumps({"py_modules": [str(ROOT / "src" / "ragen_rllib")]}),
+         "--", sys.executable, "-m", "ragen_rllib.cli", "sweep", "sweep.yaml", "run.out_dir=sweep_out"],
+        env=env, capture_output=True, text=True, timeout=500)
+    assert submit.returncode == 0, (submit.stdout + submit.stderr)[-3000:]
+    assert "succeeded" in submit.stdout.lower() and "sweep saved to sweep_out" in submit.stdout
+    trials = [a for a in cluster.actors("Ragen") if a["actor_id"] not in before]
+    assert len(trials) == 2 and len({a["node_id"] for a in trials}) == 2, trials
