@@ -23,7 +23,6 @@ from pathlib import Path
 
 import psutil
 import pytest
-
 from tests.conftest import CACHE, ROOT
 
 pytestmark = pytest.mark.slow

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import psutil
 import pytest
+from tests.conftest import CACHE
 
 from ragen_rllib.ray_init import LOOPBACK, ray_init_kwargs
-from tests.conftest import CACHE
 
 LOOPBACK_IPS = {LOOPBACK, "::ffff:127.0.0.1", "::1"}
 

@@ -2,8 +2,8 @@
 and ``runtime_env.env_vars`` start from RAGEN's defaults, which user values override.
 
 A Ray that :func:`init_ray` starts itself (no ``address`` given, no ``RAY_ADDRESS``) stays on this machine: every
-Ray process listens on and advertises 127.0.0.1 only, the dashboard is on at http://127.0.0.1:8265, and the
-cluster's token-authentication secret lives in a file of its own under Ray's temp dir, not in ``~/.ray``, and a reaper ends
+Ray process listens on and advertises 127.0.0.1 only, the dashboard is on at http://127.0.0.1:8265, the cluster's
+token-authentication secret lives in a file of its own under Ray's temp dir (not in ``~/.ray``), and a reaper ends
 Ray's processes if the driver dies without shutting Ray down (:mod:`ragen_rllib.ray_reaper`). Joining a cluster
 (``address=...``) leaves all of that to the cluster.
 """

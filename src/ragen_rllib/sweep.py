@@ -137,9 +137,9 @@ def sweep(config_path: str | Path | None, overrides: list[str], resume: str | Pa
     from ragen_rllib import RagenConfig
     from ragen_rllib.algorithms.ragen.ragen import Ragen
     from ragen_rllib.loggers import logger_callbacks
-    from ragen_rllib.sweep_space import apply_param_space, make_scheduler
     from ragen_rllib.ray_init import joins_cluster
     from ragen_rllib.resources import check_cluster
+    from ragen_rllib.sweep_space import apply_param_space, make_scheduler
     from ragen_rllib.training_run import absolute_model, ray_kwargs_of, start_ray
 
     if resume is not None:
