@@ -8,7 +8,7 @@ import yaml
 from ray import tune
 
 from ragen_rllib import RagenConfig
-from ragen_rllib.sweep import table
+from ragen_rllib.sweep import swept_values, table
 from ragen_rllib.sweep_space import apply_param_space, make_scheduler, to_tune
 
 M = "evaluation/env_runners/success_rate"
@@ -49,6 +49,27 @@ def test_param_space_sets_keys_and_validates_one_sample():
     trial = RagenConfig().update_from_dict({**c.to_dict(), "lr": 3e-5, "env_config": {"size": 4, "success_rate": 0.5},
                                             "sweep_variant": {"name": "on", "training.filter_value": 0.7}})
     assert (trial.lr, trial.filter_value, trial.env_config["success_rate"]) == (3e-5, 0.7, 0.5)
+
+
+def test_several_grouped_axes_cross_and_a_preset_applies_before_the_other_keys():
+    c = RagenConfig().environment("ragen/FrozenLake-v0", env_config={"size": 4}).rl_module(
+        model_config={"model": "tiny:nano"})
+    c, sample = apply_param_space(c, {
+        "variant.algo": {"grid_search": [{"name": "dapo", "preset": "dapo", "training.clip_high": 0.3},
+                                         {"name": "ppo", "preset": "ppo"}]},
+        "variant.env": {"grid_search": [{"name": "lake", "environment.env_config": {"size": 4}},
+                                        {"name": "box", "environment.env": "ragen/Sokoban-v0",
+                                         "environment.env_config": {"dim_room": [6, 6]}}]}})
+    assert (sample.adv_estimator, sample.clip_high, sample.dynamic_sampling) == ("grpo", 0.3, True)
+    sample.validate()
+    trial = RagenConfig().update_from_dict({**c.to_dict(), "sweep_variants": {
+        "algo": {"name": "ppo", "preset": "ppo"},
+        "env": {"name": "box", "environment.env": "ragen/Sokoban-v0", "environment.env_config": {"dim_room": [6, 6]}}}})
+    assert (trial.adv_estimator, trial.env, trial.env_config) == ("gae", "ragen/Sokoban-v0", {"dim_room": [6, 6]})
+    rows = swept_values(trial.to_dict(), {"variant.algo": None, "variant.env": None})
+    assert rows == {"variant.algo": "ppo", "variant.env": "box"}
+    with pytest.raises(ValueError, match="preset='dapp' is unknown"):
+        apply_param_space(c, {"variant.algo": {"grid_search": [{"name": "x", "preset": "dapp"}]}})
 
 
 @pytest.mark.parametrize("space, match", [

@@ -37,14 +37,16 @@ DEFAULT_METRIC = f"evaluation/env_runners/{K.SUCCESS_RATE}"
 
 def swept_values(config: Mapping[str, Any], space: Mapping[str, Any]) -> dict[str, Any]:
     """The values a trial got for each swept key path (a variant by its ``name``)."""
-    from ragen_rllib.sweep_space import VARIANT
+    from ragen_rllib.sweep_space import variant_axis
     from ragen_rllib.training_run import lookup
 
     out = {}
     for path in space:
-        if path == VARIANT:
-            variant = config.get("sweep_variant") or {}
-            out[VARIANT] = variant.get("name", json.dumps(variant, sort_keys=True))
+        axis = variant_axis(path)
+        if axis is not None:
+            variant = (config.get("sweep_variants") or {}).get(axis) if axis else config.get("sweep_variant")
+            variant = variant or {}
+            out[path] = variant.get("name", json.dumps(variant, sort_keys=True))
             continue
         _, _, rest = path.partition(".")
         out[path] = lookup(config, rest.replace(".", "/"))

@@ -10,6 +10,8 @@ The search space (``tune.param_space``) maps config key paths to values or distr
           grid_search:
             - {name: filter, training.filter_strategy: top_p, training.filter_value: 0.9}
             - {name: nofilter, training.filter_strategy: top_p, training.filter_value: 1.0}
+        variant.algo:                 # more grouped axes: variant.<axis>, crossed with the others
+          grid_search: [{name: ppo, preset: ppo}, {name: grpo, preset: grpo}]   # preset: an algorithm preset
 
 Distributions: ``grid_search``, ``choice`` (lists), ``uniform``, ``loguniform``, ``randint``, ``randn``
 (``[low, high]`` / ``[mean, sd]``). A key path is ``section.key`` with a builder section of the config file
@@ -27,6 +29,14 @@ from typing import Any
 
 DISTRIBUTIONS = ("grid_search", "choice", "uniform", "loguniform", "randint", "randn")
 VARIANT = "variant"  # the param_space key of grouped settings (applied by RagenConfig.update_from_dict)
+PRESET = "preset"  # a grouped setting's algorithm preset (RagenConfig.preset), applied before its other keys
+
+
+def variant_axis(path: str) -> str | None:
+    """The axis of a grouped-settings key: ``variant`` -> ``""``, ``variant.algo`` -> ``"algo"``; else None."""
+    if path == VARIANT:
+        return ""
+    return path[len(VARIANT) + 1:] if path.startswith(VARIANT + ".") and len(path) > len(VARIANT) + 1 else None
 SCHEDULERS = ("fifo", "asha", "pbt")
 
 
@@ -96,9 +106,12 @@ def set_path(config, path: str, value: Any) -> None:
 
 
 def apply_variant(config, variant: Mapping[str, Any]) -> None:
-    """Apply one grouped setting (``{name: ..., section.key: value, ...}``; ``name`` labels it)."""
+    """Apply one grouped setting (``{name: ..., preset: ..., section.key: value, ...}``; ``name`` labels it,
+    ``preset`` names an algorithm preset applied first)."""
+    if PRESET in variant:
+        config.preset(variant[PRESET])
     for path, value in variant.items():
-        if path != "name":
+        if path not in ("name", PRESET):
             set_path(config, path, value)
 
 
@@ -106,14 +119,19 @@ def apply_param_space(config, space: Mapping[str, Any]):
     """``(config with Tune objects in place, one sampled config for validation)``."""
     sample = config.copy(copy_frozen=False)
     for path, value in space.items():
-        if path == VARIANT:
+        axis = variant_axis(path)
+        if axis is not None:
             entries = value.get("grid_search") if isinstance(value, Mapping) else None
             if not isinstance(entries, list) or not all(isinstance(e, Mapping) for e in entries) or not entries:
-                raise ValueError("tune.param_space.variant: use {grid_search: [{name: a, section.key: value, ...}, "
+                raise ValueError(f"tune.param_space.{path}: use {{grid_search: [{{name: a, section.key: value, ...}}, "
                                  "...]}")
             for entry in entries:
                 apply_variant(sample.copy(copy_frozen=False), entry)  # every key checked
-            config.sweep_variant = to_tune(value, f"tune.param_space.{VARIANT}")
+            grid = to_tune(value, f"tune.param_space.{path}")
+            if axis:
+                config.sweep_variants = {**(config.sweep_variants or {}), axis: grid}
+            else:
+                config.sweep_variant = grid
             apply_variant(sample, entries[0])
             continue
         set_path(config, path, to_tune(value, f"tune.param_space.{path}"))

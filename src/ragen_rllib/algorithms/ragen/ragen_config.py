@@ -52,6 +52,7 @@ class RagenConfig(AlgorithmConfig, RagenHyperparams):
         self.val_env_tags: list[dict] = []  # validation envs; [] = the training envs, val_env_groups each
         self.env_modules: list[str] = []  # modules imported (driver and every runner) before envs are made
         self.sweep_variant: Any = None  # a Tune sweep's grouped setting (ragen_rllib.sweep_space.VARIANT)
+        self.sweep_variants: Any = None  # more grouped axes, {axis: setting} (param_space keys variant.<axis>)
         self.run_settings: dict[str, Any] = {}  # a config file's `run` section (stop, checkpoint_every, out_dir)
         self.tune_settings: dict[str, Any] = {}  # a config file's `tune` section (sweeps)
 
@@ -83,12 +84,16 @@ class RagenConfig(AlgorithmConfig, RagenHyperparams):
         # together, e.g. filter on / off) is applied after the plain keys.
         config_dict = dict(config_dict)
         variant = config_dict.pop("sweep_variant", None)
+        variants = config_dict.pop("sweep_variants", None)
         super().update_from_dict(config_dict)
-        if variant:
-            from ragen_rllib.sweep_space import apply_variant
+        from ragen_rllib.sweep_space import apply_variant
 
-            apply_variant(self, variant)
+        for axis_setting in ([variant] if variant else []) + list((variants or {}).values()):
+            apply_variant(self, axis_setting)
+        if variant:
             self.sweep_variant = variant
+        if variants:
+            self.sweep_variants = variants
         return self
 
     def preset(self, name: str) -> RagenConfig:
