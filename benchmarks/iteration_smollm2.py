@@ -91,7 +91,8 @@ def run_variant(model: str, name: str, iters: int) -> dict:
     from ragen_rllib import init_ray
 
     torch.set_num_threads(SHAPE["learner_torch_threads"])
-    init_ray(num_cpus=SHAPE["ray_num_cpus"], _temp_dir=str(ROOT / ".cache" / "ray_bench"), log_to_driver=False)
+    init_ray(num_cpus=SHAPE["ray_num_cpus"], _temp_dir=str(ROOT / ".cache" / "ray_bench"), log_to_driver=False,
+             include_dashboard=False)  # its ~1.2 GB of processes do not fit beside SmolLM2's learner in 24 GiB
     start = time.perf_counter()
     algo = build_config(model, VARIANTS[name]).build_algo()
     build_s = time.perf_counter() - start

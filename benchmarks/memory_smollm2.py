@@ -79,7 +79,8 @@ def main() -> None:
     from ragen_rllib.algorithms.ragen import keys as K
     from ragen_rllib.precision import cpu_info
 
-    init_ray(num_cpus=4, _temp_dir=str(ROOT / ".cache" / "ray"), log_to_driver=False)
+    init_ray(num_cpus=4, _temp_dir=str(ROOT / ".cache" / "ray"), log_to_driver=False,
+             include_dashboard=False)  # its ~1.2 GB of processes do not fit beside SmolLM2's learner in 24 GiB
     config = (RagenConfig().environment("ragen/Sokoban-v0", env_config=SIMPLE_SOKOBAN)
               .rl_module(model_config={"model": args.model})
               .training(env_groups=args.groups, group_size=args.group_size, **overrides))

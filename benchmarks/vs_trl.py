@@ -93,7 +93,8 @@ def run_ours(args, rollout_mode: str = "sync") -> dict:
 
     steps = args.steps
     torch.set_num_threads(args.threads)
-    init_ray(num_cpus=4, _temp_dir=str(ROOT / ".cache" / "ray_vs_trl"), log_to_driver=False)
+    init_ray(num_cpus=4, _temp_dir=str(ROOT / ".cache" / "ray_vs_trl"), log_to_driver=False,
+             include_dashboard=False)  # its ~1.2 GB of processes do not fit beside SmolLM2's learner in 24 GiB
     algo = ragen_config(args, rollout_mode).build_algo()
     algo.train()  # warm-up
     rows = []

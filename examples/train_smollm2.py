@@ -113,7 +113,8 @@ def main() -> None:
     from ragen_rllib import init_ray
     from ragen_rllib.precision import cpu_info
 
-    init_ray(num_cpus=4, _temp_dir=str(cache / "ray"), log_to_driver=False)
+    init_ray(num_cpus=4, _temp_dir=str(cache / "ray"), log_to_driver=False,
+             include_dashboard=False)  # its ~1.2 GB of processes do not fit beside SmolLM2's learner in 24 GiB
     torch.set_num_threads(os.cpu_count() or 1)
     config, iterations = load_config(args, warm)
     maps = config.val_env_groups
