@@ -109,6 +109,19 @@ def test_a_metric_no_result_reports_fails_fast():
         make_scheduler({"type": "asha"}, "evaluation/env_runners/succes_rate", "max", c)
 
 
+def test_storage_path_places_the_experiment_and_refuses_what_it_cannot_use(tmp_path):
+    from ragen_rllib.training_run import experiment_location
+
+    out = tmp_path / "runs" / "lake"
+    assert experiment_location({}, out) == (str(out.resolve()), "trials")
+    assert experiment_location({"storage_path": str(tmp_path / "nfs")}, out) == (str(tmp_path / "nfs"), "lake")
+    assert experiment_location({"storage_path": "file:///shared/ragen/"}, out) == ("file:///shared/ragen", "lake")
+    with pytest.raises(ValueError, match="run.storage_path='nosuch://x': pyarrow cannot open it"):
+        experiment_location({"storage_path": "nosuch://x"}, out)
+    with pytest.raises(ValueError, match="train's --resume .* needs a directory"):
+        experiment_location({"storage_path": "s3://bucket/x"}, out, uri_ok=False)
+
+
 def test_table_has_one_row_per_trial():
     rows = [{"variant": "on", "validation_success": 0.5, "validation_return": 0.4, "validation_valid_actions": 1.0,
              "iterations": 3}]
@@ -151,6 +164,7 @@ def test_a_sigkilled_sweep_resumes_without_rerunning_finished_trials(tmp_path):
     cfg.write_text(yaml.safe_dump({
         **BASE, "evaluation": {"evaluation_interval": 3},  # validation at the last iteration only
         "run": {"stop": {"training_iteration": 3}, "checkpoint_every": 1, "out_dir": str(out),
+                "storage_path": str(tmp_path / "shared"),  # trials and checkpoints on "shared" storage
                 "ray_init": {"num_cpus": 2, "_temp_dir": str(root / ".cache" / "ray_sweep_kill")}},
         "tune": {"param_space": {"environment.env_config.success_rate": {"grid_search": [1.0, 0.5]}},
                  "max_concurrent_trials": 1}}))
@@ -181,6 +195,8 @@ def test_a_sigkilled_sweep_resumes_without_rerunning_finished_trials(tmp_path):
     assert sorted(r["environment.env_config.success_rate"] for r in record["trials"]) == [0.5, 1.0]
     assert all(r["error"] is None and 0.0 <= r["validation_success"] <= 1.0 for r in record["trials"])
     assert (out / "sweep.md").read_text().count("\n") == 4 and (out / "sweep.png").is_file()
+    # the trials and their checkpoints live on the storage, resumed from there; the sweep directory holds the records
+    assert len(list((tmp_path / "shared" / "out").glob("*/checkpoint_*"))) >= 2 and not (out / "trials").exists()
 
 
 @pytest.mark.slow

@@ -31,7 +31,7 @@ from ray import tune
 
 from ragen_rllib.algorithms.ragen import keys as K
 
-TRIALS, RECORD, TABLE = "trials", "sweep.json", "sweep.md"
+RECORD, TABLE = "sweep.json", "sweep.md"
 DEFAULT_METRIC = f"evaluation/env_runners/{K.SUCCESS_RATE}"
 
 
@@ -142,12 +142,12 @@ def sweep(config_path: str | Path | None, overrides: list[str], resume: str | Pa
     from ragen_rllib.ray_init import joins_cluster
     from ragen_rllib.resources import check_cluster
     from ragen_rllib.sweep_space import apply_param_space, make_scheduler
-    from ragen_rllib.training_run import absolute_model, ray_kwargs_of, start_ray
+    from ragen_rllib.training_run import absolute_model, experiment_location, failure_config, ray_kwargs_of, start_ray
 
     if resume is not None:
         out = Path(resume)
-        if not (out / TRIALS).is_dir():
-            raise FileNotFoundError(f"--resume {out}: not a sweep directory (no {TRIALS}/)")
+        if not (out / "config.yaml").is_file():
+            raise FileNotFoundError(f"--resume {out}: not a sweep directory (no config.yaml)")
         config = RagenConfig.from_yaml(out / "config.yaml", overrides)
     else:
         if config_path is None:
@@ -160,6 +160,7 @@ def sweep(config_path: str | Path | None, overrides: list[str], resume: str | Pa
         raise ValueError("the config's tune.param_space is empty: name at least one key to sweep")
     metric, mode = settings.get("metric", DEFAULT_METRIC), settings.get("mode", "max")
     ray_kwargs = ray_kwargs_of(run)
+    storage, name = experiment_location(run, out)
     config.tune_settings = {}  # the raw YAML space would read as a second grid_search to Tune
     config, sample = apply_param_space(config, space)
     sample.validate()  # one point of the space, checked whole, before any trial starts
@@ -175,14 +176,15 @@ def sweep(config_path: str | Path | None, overrides: list[str], resume: str | Pa
     start_ray(ray_kwargs, loggers, out, log)
     check_cluster(sample, joins_cluster(ray_kwargs), log)
     if resume is not None:
-        tuner = tune.Tuner.restore(str((out / TRIALS).resolve()), trainable=Ragen, resume_unfinished=True,
+        tuner = tune.Tuner.restore(f"{storage}/{name}", trainable=Ragen, resume_unfinished=True,
                                    resume_errored=True)
-        log(f"resuming {out / TRIALS}")
+        log(f"resuming {storage}/{name}")
     else:
         tuner = tune.Tuner(Ragen, param_space=config, tune_config=tune.TuneConfig(
             scheduler=scheduler, num_samples=int(settings.get("num_samples", 1)),
             max_concurrent_trials=settings.get("max_concurrent_trials")), run_config=tune.RunConfig(
-            name=TRIALS, storage_path=str(out.resolve()), stop=dict(run.get("stop") or {"training_iteration": 10}),
+            name=name, storage_path=storage, stop=dict(run.get("stop") or {"training_iteration": 10}),
+            failure_config=failure_config(run),
             callbacks=[TrialLines(log), *logger_callbacks(loggers, out, project=out.name)], verbose=0,
             checkpoint_config=tune.CheckpointConfig(checkpoint_frequency=int(run.get("checkpoint_every") or 0),
                                                     checkpoint_at_end=True)))
@@ -193,7 +195,7 @@ def sweep(config_path: str | Path | None, overrides: list[str], resume: str | Pa
     (out / TABLE).write_text(table(rows, space))
     plot(rows, space, out / "sweep.png")
     log(table(rows, space))
-    log(f"sweep saved to {out}: {RECORD}, {TABLE}, {TRIALS}/")
+    log(f"sweep saved to {out}: {RECORD}, {TABLE}; trials and checkpoints in {storage}/{name}")
     return out
 
 

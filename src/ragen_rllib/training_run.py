@@ -125,6 +125,7 @@ def train(config_path: str | Path | None, overrides: list[str], resume: str | Pa
     loggers = check_loggers(run.get("loggers") or [n for n in DEFAULT_LOGGERS if find_spec("tensorboardX")])
     stop = dict(run.get("stop") or {"training_iteration": 10})
     every = int(run.get("checkpoint_every") or 0)
+    storage, name = experiment_location(run, run_dir, uri_ok=False)
     run_dir.mkdir(parents=True, exist_ok=True)
     config.to_yaml(run_dir / CONFIG_FILE)
     start_ray(ray_kwargs, loggers, run_dir, log)
@@ -135,7 +136,7 @@ def train(config_path: str | Path | None, overrides: list[str], resume: str | Pa
     os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")  # our progress lines only, not Tune's status tables
     progress = RunProgress(run_dir, stop, log)
     tuner = tune.Tuner(config.algo_class, param_space=config, run_config=tune.RunConfig(
-        name=TRIALS, storage_path=str(run_dir.resolve()), stop=progress.stop, verbose=0,
+        name=name, storage_path=storage, stop=progress.stop, verbose=0, failure_config=failure_config(run),
         callbacks=[progress, *logger_callbacks(loggers, run_dir, project=run_dir.name)],
         checkpoint_config=tune.CheckpointConfig(checkpoint_frequency=every, checkpoint_at_end=True)))
     results = tuner.fit()
@@ -193,6 +194,33 @@ class RunProgress(tune.Callback):
             link.unlink()
         link.symlink_to(Path(checkpoint.path).resolve(), target_is_directory=True)
         self.log(f"checkpoint {link}")
+
+
+def experiment_location(run: Mapping[str, Any], out: Path, uri_ok: bool = True) -> tuple[str, str]:
+    """``(storage_path, name)`` of the Tune experiment of a run or sweep: ``out/trials`` by default; with
+    ``run.storage_path`` (a directory every node reaches, or a URI that pyarrow opens: ``s3://``, ``gs://``, ...)
+    ``<storage_path>/<out_dir's name>``. ValueError naming the key and the fix when it cannot be used."""
+    storage = run.get("storage_path")
+    if not storage:
+        return str(out.resolve()), TRIALS
+    if "://" not in storage:
+        return str(Path(storage).resolve()), out.name
+    if not uri_ok:
+        raise ValueError(f"run.storage_path={storage!r}: train's --resume follows checkpoint links in the run "
+                         "directory, so it needs a directory (a shared filesystem); sweeps take URIs")
+    import pyarrow.fs
+
+    try:
+        pyarrow.fs.FileSystem.from_uri(storage)
+    except Exception as err:  # pyarrow raises ArrowInvalid, OSError or others by scheme
+        raise ValueError(f"run.storage_path={storage!r}: pyarrow cannot open it ({err}); use a directory every "
+                         "node reaches or a URI such as s3://bucket/path") from err
+    return storage.rstrip("/"), out.name
+
+
+def failure_config(run: Mapping[str, Any]) -> tune.FailureConfig:
+    """Tune's trial restarts: ``run.max_failures`` times from the trial's last checkpoint (default 0: none)."""
+    return tune.FailureConfig(max_failures=int(run.get("max_failures") or 0))
 
 
 def ray_kwargs_of(run: Mapping[str, Any]) -> dict[str, Any]:

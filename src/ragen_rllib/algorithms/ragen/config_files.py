@@ -3,7 +3,9 @@
 A file's top-level sections are RagenConfig's builder methods (``environment``, ``env_runners``, ``learners``,
 ``rl_module``, ``training``, ``evaluation``, ``debugging``), each a mapping of that method's keyword
 arguments, plus ``run`` (``stop``: Tune's stop dict, ``checkpoint_every``: iterations, ``out_dir``,
-``loggers``, ``ray_init``: keyword arguments of ``ray.init``, e.g. a ``runtime_env``) and ``tune`` (free-form,
+``loggers``, ``ray_init``: keyword arguments of ``ray.init``, e.g. a ``runtime_env``; ``storage_path``: where
+Tune keeps trials and checkpoints, a directory every node reaches or a ``s3://``-style URI; ``max_failures``: how
+often Tune restarts a failed trial from its last checkpoint) and ``tune`` (free-form,
 for sweeps). ``defaults: [base.yaml, ...]`` names files (relative to this
 one) that the file extends: they are merged first, in order, then the file, then the OmegaConf dotlist
 ``overrides`` (``["training.lr=1e-5"]``).
@@ -25,7 +27,8 @@ from ray.rllib.algorithms.algorithm_config import AlgorithmConfig
 from ragen_rllib.algorithms.ragen.hyperparams import HYPERPARAMS, check_value
 
 SECTIONS = ("environment", "env_runners", "learners", "rl_module", "training", "evaluation", "debugging")
-RUN_KEYS = {"stop": dict, "checkpoint_every": int, "out_dir": str, "loggers": list, "ray_init": dict}
+RUN_KEYS = {"stop": dict, "checkpoint_every": int, "out_dir": str, "loggers": list, "ray_init": dict,
+            "storage_path": str, "max_failures": int}
 FREE_SECTIONS = ("tune",)
 BASES = "defaults"  # the list of base files a file extends
 ENV_KEYS = ("env_tags", "val_env_tags", "env_modules")  # Ragen's own environment() keys (multi-env runs)
