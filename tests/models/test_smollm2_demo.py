@@ -40,3 +40,13 @@ def test_the_warm_start_teaches_the_prompt_and_env_its_rl_config_trains_on(env):
     assert config.env == tag.env
     demo_env = {**tag.env_config, **RECIPES[env].env_config}
     assert {k: (list(v) if isinstance(v, tuple) else v) for k, v in demo_env.items()} == dict(config.env_config)
+
+
+def test_a_failed_build_in_the_child_process_raises_and_leaves_no_model(tmp_path, monkeypatch):
+    import shutil
+    import sys
+
+    monkeypatch.setattr(sys, "executable", shutil.which("false"))  # the build's child process exits with 1
+    with pytest.raises(RuntimeError, match="building the warm-started SmolLM2 for frozenlake failed"):
+        smollm2_model(tmp_path, "frozenlake")
+    assert not smollm2_model_path(tmp_path, "frozenlake").exists()
