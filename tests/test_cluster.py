@@ -1,10 +1,12 @@
-"""A real two-node Ray cluster on this machine, started the way a user starts one (``ray start``, token
-authentication, loopback addresses), and the project's runs on it: ``train`` places its env runner on the worker
-node by a custom resource and checkpoints; ``ray job submit`` runs a 2-trial ``sweep`` whose trials land on
-different nodes. The nodes are stopped by their own process ids, also when a check fails.
+"""A real Ray cluster on this machine, started the way a user starts one (``ray start``, token authentication,
+loopback addresses): a head node that runs no work (0 CPUs: GCS, dashboard) and two worker nodes, one with a custom
+resource. The project's runs on it: ``train`` places its env runner on the marked worker by that resource and
+checkpoints; ``ray job submit`` runs a 2-trial ``sweep`` whose trials land on different nodes; a sweep whose
+worker node is killed mid-trial continues on a node that joins afterwards, from its last checkpoint on shared
+storage (``run.storage_path``). The nodes are stopped by their own process ids, also when a check fails.
 
 Ray 2.60 rewrites a node address of 127.0.0.1 to the machine's network address, so the nodes take other loopback
-addresses (127.0.0.2 and 127.0.0.3: the whole 127.0.0.0/8 is loopback) and every address they advertise stays on
+addresses (127.0.0.2-127.0.0.5: the whole 127.0.0.0/8 is loopback) and every address they advertise stays on
 loopback; their gRPC servers still listen on all interfaces (Ray binds them so on any multi-node cluster).
 """
 
@@ -27,7 +29,7 @@ from tests.conftest import CACHE, ROOT
 
 pytestmark = pytest.mark.slow
 
-HEAD_IP, WORKER_IP = "127.0.0.2", "127.0.0.3"
+HEAD_IP, WORKER_IP, OTHER_IP, NEW_IP = "127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5"
 RAY = str(Path(sys.executable).parent / "ray")
 RUN = """
 environment: {env: ragen/FrozenLake-v0, env_config: {size: 4, success_rate: 1.0}}
@@ -54,7 +56,7 @@ def _free_port() -> int:
 
 
 class Cluster:
-    """Head and worker started by ``ray start --block`` (each its own process group and temp dir)."""
+    """Nodes started by ``ray start --block`` (each its own process group and temp dir)."""
 
     def __init__(self, root: Path) -> None:
         self.root = root
@@ -64,23 +66,36 @@ class Cluster:
         token.write_text(secrets.token_hex(32))
         self.env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
         self.env.update(RAY_AUTH_MODE="token", RAY_AUTH_TOKEN_PATH=str(token))
-        self.procs: list[subprocess.Popen] = []
+        self.procs: dict[str, subprocess.Popen] = {}
         self.address = f"{HEAD_IP}:{self.port}"
         self.dashboard = f"http://127.0.0.1:{self.dashboard_port}"
 
     def start(self) -> None:
-        self._node(["--head", f"--node-ip-address={HEAD_IP}", f"--port={self.port}", "--num-cpus=2",
-                    "--include-dashboard=true", "--dashboard-host=127.0.0.1", f"--dashboard-port={self.dashboard_port}",
-                    f"--ray-client-server-port={_free_port()}", f"--temp-dir={self.root / 'h'}"], "head")
-        self._wait_for_nodes(1)
-        self._node([f"--address={self.address}", f"--node-ip-address={WORKER_IP}", "--num-cpus=2",
-                    '--resources={"rollout": 1}', f"--temp-dir={self.root / 'w'}"], "worker")
-        self._wait_for_nodes(2)
+        self.node("head", ["--head", f"--node-ip-address={HEAD_IP}", f"--port={self.port}", "--num-cpus=0",
+                           "--include-dashboard=true", "--dashboard-host=127.0.0.1",
+                           f"--dashboard-port={self.dashboard_port}", f"--ray-client-server-port={_free_port()}"])
+        self.node("worker", [f"--node-ip-address={WORKER_IP}", "--num-cpus=2", '--resources={"rollout": 1}'])
+        self.node("other", [f"--node-ip-address={OTHER_IP}", "--num-cpus=2"])
 
-    def _node(self, args: list[str], name: str) -> None:
+    def node(self, name: str, args: list[str]) -> None:
+        """Start one node (a worker unless ``args`` say ``--head``) and wait until the cluster counts it."""
+        if "--head" not in args:
+            args = [f"--address={self.address}", *args]
         log = (self.root / f"{name}.log").open("w")
-        self.procs.append(subprocess.Popen([RAY, "start", "--block", "--disable-usage-stats", *args], env=self.env,
-                                           stdout=log, stderr=subprocess.STDOUT, start_new_session=True))
+        self.procs[name] = subprocess.Popen([RAY, "start", "--block", "--disable-usage-stats",
+                                             f"--temp-dir={self.root / name}", *args], env=self.env, stdout=log,
+                                            stderr=subprocess.STDOUT, start_new_session=True)
+        self._wait_for_nodes(len(self.procs))
+
+    def kill(self, name: str) -> None:
+        """SIGKILL a node: its ``ray start`` and every process under it, at once (a machine that dies)."""
+        proc = self.procs.pop(name)
+        for p in [psutil.Process(proc.pid), *psutil.Process(proc.pid).children(recursive=True)]:
+            try:
+                p.kill()
+            except psutil.Error:
+                pass
+        proc.wait(timeout=30)
 
     def state(self, path: str):
         token = Path(self.env["RAY_AUTH_TOKEN_PATH"]).read_text().strip()
@@ -97,7 +112,7 @@ class Cluster:
     def _wait_for_nodes(self, count: int, timeout: float = 90) -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            for proc in self.procs:
+            for proc in self.procs.values():
                 assert proc.poll() is None, f"ray start exited with {proc.returncode}: {self.logs()}"
             try:
                 if len(self.nodes()) >= count:
@@ -113,13 +128,13 @@ class Cluster:
     def stop(self) -> None:
         """SIGTERM each ``ray start --block`` (it stops its node's processes), then kill what is left of them."""
         tree = []
-        for proc in self.procs:
+        for proc in self.procs.values():
             try:
                 tree += [proc.pid, *(c.pid for c in psutil.Process(proc.pid).children(recursive=True))]
             except psutil.Error:
                 pass
             proc.send_signal(signal.SIGTERM)
-        for proc in self.procs:
+        for proc in self.procs.values():
             try:
                 proc.wait(timeout=30)
             except subprocess.TimeoutExpired:
@@ -151,7 +166,7 @@ def _cli(cluster: Cluster, *args: str, cwd: Path, timeout: float = 400) -> subpr
 
 def test_the_nodes_advertise_loopback_addresses_and_need_the_token(cluster):
     nodes = cluster.nodes()
-    assert sorted(n["node_ip"] for n in nodes) == [HEAD_IP, WORKER_IP]
+    assert sorted(n["node_ip"] for n in nodes) == [HEAD_IP, WORKER_IP, OTHER_IP]
     env = {k: v for k, v in cluster.env.items() if not k.startswith("RAY_AUTH")}
     env["HOME"] = str(cluster.root / "nohome")  # no ~/.ray/auth_token to fall back on
     refused = subprocess.run([sys.executable, "-c", f"import ray; ray.init(address='{cluster.address}')"], env=env,
@@ -186,3 +201,38 @@ def test_a_submitted_job_runs_a_sweep_whose_two_trials_land_on_different_nodes(c
     assert "succeeded" in submit.stdout.lower() and "sweep saved to sweep_out" in submit.stdout
     trials = [a for a in cluster.actors("Ragen") if a["actor_id"] not in before]
     assert len(trials) == 2 and len({a["node_id"] for a in trials}) == 2, trials
+
+
+def test_a_sweep_trial_whose_node_dies_continues_on_another_node_from_shared_storage(cluster, tmp_path):
+    """Kill the node that runs the trial after its 2nd checkpoint, add a new node: Tune restarts the trial
+    (run.max_failures) from that checkpoint on run.storage_path and it finishes all 4 iterations."""
+    (tmp_path / "sweep.yaml").write_text(SWEEP.replace("grid_search: [1.0e-3, 2.0e-3]", "grid_search: [1.0e-3]"))
+    before = {a["actor_id"] for a in cluster.actors("Ragen")}
+    env = dict(cluster.env, RAY_ADDRESS=cluster.address)
+    proc = subprocess.Popen([sys.executable, "-m", "ragen_rllib.cli", "sweep", "sweep.yaml", "run.out_dir=out",
+                             f"run.storage_path={tmp_path / 'shared'}", "run.max_failures=3",
+                             "run.stop.training_iteration=4"], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    lines = []
+    try:
+        for line in proc.stdout:  # until the trial has checkpointed its 2nd iteration
+            lines.append(line)
+            if ": iter    2" in line:
+                break
+        first = [a for a in cluster.actors("Ragen") if a["actor_id"] not in before and a["state"] == "ALIVE"]
+        assert len(first) == 1, "".join(lines[-20:])
+        ip = next(n["node_ip"] for n in cluster.nodes() if n["node_id"] == first[0]["node_id"])
+        cluster.kill({WORKER_IP: "worker", OTHER_IP: "other"}[ip])
+        cluster.node("new", [f"--node-ip-address={NEW_IP}", "--num-cpus=2"])
+        rest, _ = proc.communicate(timeout=400)
+    finally:
+        proc.kill()
+    after = rest.splitlines()
+    assert proc.returncode == 0, "".join(lines[-10:]) + rest[-3000:]
+    record = json.loads((tmp_path / "out" / "sweep.json").read_text())["trials"]
+    assert [(t["iterations"], t["error"]) for t in record] == [(4, None)]
+    iterations = [int(x.split("iter")[1].split()[0]) for x in after if ": iter" in x]
+    assert iterations and iterations[-1] == 4 and 1 not in iterations  # continued from a checkpoint, not anew
+    trials = [a for a in cluster.actors("Ragen") if a["actor_id"] not in before]
+    assert len({a["node_id"] for a in trials}) == 2  # the first died with its node; the restart ran elsewhere
+    assert list((tmp_path / "shared" / "out").glob("*/checkpoint_*"))
