@@ -16,6 +16,7 @@ os.environ.setdefault("VLLM_CACHE_ROOT", str(CACHE / "vllm"))
 os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", str(CACHE / "inductor"))
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("RAGEN_RLLIB_DASHBOARD", "0")  # ~11 dashboard processes per Ray start; tests that need it say so
 # vLLM otherwise binds a log handler to the stream that is sys.stdout when it is first imported: inside a test that
 # is pytest's capture buffer, closed at the test's end, and a later vLLM log line then fails the teardown.
 os.environ.setdefault("VLLM_CONFIGURE_LOGGING", "0")  # vLLM-CPU on 2 cores is 20-60x slower with thread contention

@@ -23,10 +23,14 @@ LOOPBACK_IPS = {LOOPBACK, "::ffff:127.0.0.1", "::1"}
 
 def test_a_local_ray_gets_the_dashboard_on_loopback_and_a_setting_turns_it_off(monkeypatch):
     monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    monkeypatch.delenv("RAGEN_RLLIB_DASHBOARD", raising=False)
     kwargs = ray_init_kwargs(num_cpus=2)
     assert kwargs["include_dashboard"] is True and kwargs["dashboard_host"] == LOOPBACK
     assert ray_init_kwargs(include_dashboard=False)["include_dashboard"] is False
     assert ray_init_kwargs(dashboard_host="0.0.0.0")["dashboard_host"] == "0.0.0.0"
+    monkeypatch.setenv("RAGEN_RLLIB_DASHBOARD", "0")
+    assert ray_init_kwargs()["include_dashboard"] is False
+    monkeypatch.delenv("RAGEN_RLLIB_DASHBOARD")
     # joining a cluster leaves the dashboard to the cluster
     assert "include_dashboard" not in ray_init_kwargs(address="127.0.0.1:6379")
     monkeypatch.setenv("RAY_ADDRESS", "127.0.0.1:6379")
@@ -48,6 +52,7 @@ def test_a_local_ray_listens_on_loopback_only_lists_its_actors_and_ends_with_its
            if k not in ("RAY_ADDRESS", "RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH",
                         "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER")}
     env["HOME"] = str(home)
+    env.pop("RAGEN_RLLIB_DASHBOARD", None)  # the default: on
     ray_dir = Path(tempfile.mkdtemp(prefix="ray", dir=CACHE / "tmp"))  # short: Ray's socket paths have 107 bytes
     log = tmp_path / "probe.log"
     probe = subprocess.Popen([sys.executable, str(Path(__file__).parent / "ray_local_probe.py"), str(ray_dir)],

@@ -28,6 +28,8 @@ CPU_ENV_VARS: dict[str, str] = {"OMP_NUM_THREADS": "1"}
 LOOPBACK = "127.0.0.1"
 #: Ray's switch between a loopback-only node (its mode on macOS / Windows) and a cluster node (Linux's default).
 LOOPBACK_SWITCH = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
+#: ``RAGEN_RLLIB_DASHBOARD=0`` turns the dashboard off for every Ray started here (as ``include_dashboard=False``).
+DASHBOARD_SWITCH = "RAGEN_RLLIB_DASHBOARD"
 #: Ray's token-authentication variables (Ray 2.60 turns token auth on for a new local Ray).
 AUTH_VARS = ("RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH")
 
@@ -53,7 +55,7 @@ def ray_init_kwargs(**ray_kwargs: Any) -> dict[str, Any]:
     runtime_env["env_vars"] = {k: str(v) for k, v in env_vars.items()}
     kwargs["runtime_env"] = runtime_env
     if not joins_cluster(kwargs):
-        kwargs.setdefault("include_dashboard", True)
+        kwargs.setdefault("include_dashboard", os.environ.get(DASHBOARD_SWITCH, "1") != "0")
         kwargs.setdefault("dashboard_host", LOOPBACK)
     return kwargs
 

@@ -239,6 +239,7 @@ def test_a_user_env_module_reaches_the_remote_runners_through_the_runtime_env(tm
                  f"run.ray_init._temp_dir={root / '.cache' / 'ray_user_env'}", "run.ray_init.num_cpus=4"]
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     env["PYTHONPATH"] = str(root / "src")  # the package itself, nothing of tmp_path
+    env.pop("RAGEN_RLLIB_DASHBOARD", None)  # the default: the dashboard on
     proc = subprocess.run([sys.executable, "-m", "ragen_rllib.cli", "train", str(cfg), *overrides], cwd=tmp_path,
                           env=env, capture_output=True, text=True, timeout=400)
     assert proc.returncode == 0, proc.stderr[-3000:]
