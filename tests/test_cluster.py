@@ -82,10 +82,14 @@ class Cluster:
         """Start one node (a worker unless ``args`` say ``--head``) and wait until the cluster counts it."""
         if "--head" not in args:
             args = [f"--address={self.address}", *args]
+        # every agent port of its own: Ray's defaults (e.g. 52365 for the agent that takes job submissions) are
+        # also taken on 127.0.0.1 by any other local Ray, such as the test session's, and the job agent then fails
+        ports = [f"--{flag}={_free_port()}" for flag in ("dashboard-agent-listen-port", "dashboard-agent-grpc-port",
+                                                          "metrics-export-port", "runtime-env-agent-port")]
         log = (self.root / f"{name}.log").open("w")
         self.procs[name] = subprocess.Popen([RAY, "start", "--block", "--disable-usage-stats",
-                                             f"--temp-dir={self.root / name}", *args], env=self.env, stdout=log,
-                                            stderr=subprocess.STDOUT, start_new_session=True)
+                                             f"--temp-dir={self.root / name}", *ports, *args], env=self.env,
+                                            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         self._wait_for_nodes(len(self.procs))
 
     def kill(self, name: str) -> None:
