@@ -62,3 +62,44 @@ def test_bad_input_is_one_line_and_exit_code_2(argv, message, capsys):
 def test_train_help_works_from_the_console_script_module():
     out = subprocess.run([sys.executable, "-m", "ragen_rllib.cli", "train", "--help"], capture_output=True, text=True)
     assert out.returncode == 0 and "--resume RUN_DIR" in out.stdout and "section.key=value" in out.stdout
+
+
+def test_a_resumed_run_gets_exactly_the_settings_it_started_with_and_logs_each_override(tmp_path):
+    """The run directory's config.yaml (written as train writes it) gives the resumed run every setting of the
+    started one, RLlib's included; an override on resume is applied and logged with the value it replaces."""
+    import yaml
+    from tests.algorithms.test_config_files import NON_DEFAULT, SECTIONS
+
+    from ragen_rllib.algorithms.ragen.config_files import ConfigFileError, _plain, _read, section_keys
+    from ragen_rllib.training_run import CONFIG_FILE, load_run_config
+
+    def settings(config):
+        def as_yaml(value):
+            try:
+                return _plain(value, "")
+            except ConfigFileError:
+                return value
+        return {f"{s}.{k}": as_yaml(_read(config, k)[1]) for s in SECTIONS for k in section_keys(s)}
+
+    cfg = tmp_path / "run.yaml"
+    cfg.write_text(yaml.safe_dump({**NON_DEFAULT, "run": {"out_dir": str(tmp_path / "run"), "checkpoint_every": 1}}))
+    started, run_dir = load_run_config(cfg, ["evaluation.evaluation_duration=4"], None, "train")
+    assert run_dir == tmp_path / "run" and started.evaluation_duration == 4
+    run_dir.mkdir()
+    started.to_yaml(run_dir / CONFIG_FILE)  # what train writes before it starts Ray
+
+    logged = []
+    resumed, same_dir = load_run_config(None, [], run_dir, "train", logged.append)
+    assert same_dir == run_dir and logged == []
+    assert settings(resumed) == settings(started) and resumed.run_settings == started.run_settings
+
+    changed, _ = load_run_config(None, ["training.lr=1e-6"], run_dir, "train", logged.append)
+    assert changed.lr == 1e-6 and logged == ["resume: training.lr = 1e-06 (the run started with 3e-05)"]
+    assert {k: v for k, v in settings(changed).items() if v != settings(started)[k]} == {"training.lr": 1e-6}
+
+
+def test_a_sweep_resume_refuses_overrides_it_could_not_apply(tmp_path):
+    from ragen_rllib.sweep import sweep
+
+    with pytest.raises(ValueError, match=r"sweep --resume .* takes no overrides \(got \['training.lr=1e-6'\]\)"):
+        sweep(None, ["training.lr=1e-6"], resume=tmp_path)

@@ -136,24 +136,26 @@ def plot(rows: list[dict[str, Any]], space: Mapping[str, Any], path: Path) -> Pa
 def sweep(config_path: str | Path | None, overrides: list[str], resume: str | Path | None = None,
           log: Callable[[str], None] = print) -> Path:
     """Run (or resume) the sweep; returns the sweep directory."""
-    from ragen_rllib import RagenConfig
     from ragen_rllib.algorithms.ragen.ragen import Ragen
     from ragen_rllib.loggers import logger_callbacks
     from ragen_rllib.ray_init import joins_cluster
     from ragen_rllib.resources import check_cluster
     from ragen_rllib.sweep_space import apply_param_space, make_scheduler
-    from ragen_rllib.training_run import absolute_model, experiment_location, failure_config, ray_kwargs_of, start_ray
+    from ragen_rllib.training_run import (
+        absolute_model,
+        experiment_location,
+        failure_config,
+        load_run_config,
+        ray_kwargs_of,
+        run_loggers,
+        run_stop,
+        start_ray,
+    )
 
-    if resume is not None:
-        out = Path(resume)
-        if not (out / "config.yaml").is_file():
-            raise FileNotFoundError(f"--resume {out}: not a sweep directory (no config.yaml)")
-        config = RagenConfig.from_yaml(out / "config.yaml", overrides)
-    else:
-        if config_path is None:
-            raise ValueError("sweep needs a CONFIG file (or --resume SWEEP_DIR)")
-        config = RagenConfig.from_yaml(config_path, overrides)
-        out = Path(config.run_settings.get("out_dir") or Path("runs") / Path(config_path).stem)
+    if resume is not None and overrides:  # Tune restores each trial with the config it started with
+        raise ValueError(f"sweep --resume {resume} takes no overrides (got {overrides}): the restored trials keep the "
+                         "settings they started with; start a new sweep to change them")
+    config, out = load_run_config(config_path, overrides, resume, "sweep", log)
     settings, run = dict(config.tune_settings), config.run_settings
     space = dict(settings.get("param_space") or {})
     if not space:
@@ -169,7 +171,7 @@ def sweep(config_path: str | Path | None, overrides: list[str], resume: str | Pa
     out.mkdir(parents=True, exist_ok=True)
     if resume is None:  # the composed file, with the command line's overrides, for --resume
         (out / "config.yaml").write_text(_with_overrides(config_path, overrides))
-    loggers = list(run.get("loggers") or ["tensorboard"])
+    loggers = run_loggers(run)
     os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
     os.environ.setdefault("TUNE_DISABLE_STRICT_METRIC_CHECKING", "1")  # validation runs every N iterations only
     os.environ.setdefault("TUNE_GLOBAL_CHECKPOINT_S", "0")  # experiment state after every event: a kill loses little
@@ -183,7 +185,7 @@ def sweep(config_path: str | Path | None, overrides: list[str], resume: str | Pa
         tuner = tune.Tuner(Ragen, param_space=config, tune_config=tune.TuneConfig(
             scheduler=scheduler, num_samples=int(settings.get("num_samples", 1)),
             max_concurrent_trials=settings.get("max_concurrent_trials")), run_config=tune.RunConfig(
-            name=name, storage_path=storage, stop=dict(run.get("stop") or {"training_iteration": 10}),
+            name=name, storage_path=storage, stop=run_stop(run),
             failure_config=failure_config(run),
             callbacks=[TrialLines(log), *logger_callbacks(loggers, out, project=out.name)], verbose=0,
             checkpoint_config=tune.CheckpointConfig(checkpoint_frequency=int(run.get("checkpoint_every") or 0),

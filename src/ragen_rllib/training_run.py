@@ -99,31 +99,68 @@ def last_checkpoint(run_dir: Path, log: Callable[[str], None] = print) -> Path:
     raise FileNotFoundError(f"--resume {run_dir}: no complete checkpoint under {run_dir / CHECKPOINTS}")
 
 
-def train(config_path: str | Path | None, overrides: list[str], resume: str | Path | None = None,
-          log: Callable[[str], None] = print) -> Path:
-    """Train until ``run.stop`` (default: 10 iterations); returns the run directory."""
+#: the run section's defaults, shared by train and sweep
+DEFAULT_STOP = {"training_iteration": 10}
+
+
+def run_stop(run: Mapping[str, Any]) -> dict[str, Any]:
+    """``run.stop``, else :data:`DEFAULT_STOP`."""
+    return dict(run.get("stop") or DEFAULT_STOP)
+
+
+def run_loggers(run: Mapping[str, Any]) -> list[str]:
+    """``run.loggers`` (checked), else the default loggers whose package is installed."""
+    return check_loggers(run.get("loggers") or [n for n in DEFAULT_LOGGERS if find_spec("tensorboardX")])
+
+
+def load_run_config(config_path: str | Path | None, overrides: list[str], resume: str | Path | None, what: str,
+                    log: Callable[[str], None] = print):
+    """``(config, run directory)`` of a new run (``CONFIG`` + ``overrides``; its directory ``run.out_dir``, else
+    ``runs/<config name>``) or of a resumed one (the directory's ``config.yaml``, the settings the run started
+    with, + ``overrides``, each override logged with the value it replaces). ``what`` names the command."""
     from ragen_rllib import RagenConfig
-    from ragen_rllib.ray_init import joins_cluster
-    from ragen_rllib.resources import check_cluster
+    from ragen_rllib.algorithms.ragen.config_files import load_tree
 
     if resume is not None:
         run_dir = Path(resume)
-        if not (run_dir / CONFIG_FILE).is_file():
-            raise FileNotFoundError(f"--resume {run_dir}: not a run directory (no {CONFIG_FILE})")
-        config = RagenConfig.from_yaml(run_dir / CONFIG_FILE, overrides)
-        checkpoint = last_checkpoint(run_dir, log)
-    else:
-        if config_path is None:
-            raise ValueError("train needs a CONFIG file (or --resume RUN_DIR)")
-        config = RagenConfig.from_yaml(config_path, overrides)
-        run_dir = Path(config.run_settings.get("out_dir") or Path("runs") / Path(config_path).stem)
-        checkpoint = None
+        saved = run_dir / CONFIG_FILE
+        if not saved.is_file():
+            noun = "run" if what == "train" else what
+            raise FileNotFoundError(f"--resume {run_dir}: not a {noun} directory (no {CONFIG_FILE})")
+        config = RagenConfig.from_yaml(saved, overrides)
+        if overrides:
+            before, after = load_tree(saved), load_tree(saved, overrides)
+            for item in overrides:
+                path = item.split("=", 1)[0]
+                log(f"resume: {path} = {_at(after, path)!r} (the run started with {_at(before, path)!r})")
+        return config, run_dir
+    if config_path is None:
+        raise ValueError(f"{what} needs a CONFIG file (or --resume DIR)")
+    config = RagenConfig.from_yaml(config_path, overrides)
+    return config, Path(config.run_settings.get("out_dir") or Path("runs") / Path(config_path).stem)
+
+
+def _at(tree: Mapping[str, Any], path: str) -> Any:
+    node: Any = tree
+    for part in path.lstrip("+~").split("."):
+        node = node.get(part) if isinstance(node, Mapping) else None
+    return node
+
+
+def train(config_path: str | Path | None, overrides: list[str], resume: str | Path | None = None,
+          log: Callable[[str], None] = print) -> Path:
+    """Train until ``run.stop`` (default: :data:`DEFAULT_STOP`); returns the run directory."""
+    from ragen_rllib.ray_init import joins_cluster
+    from ragen_rllib.resources import check_cluster
+
+    config, run_dir = load_run_config(config_path, overrides, resume, "train", log)
+    checkpoint = last_checkpoint(run_dir, log) if resume is not None else None
     run = config.run_settings
     ray_kwargs = ray_kwargs_of(run)
     config.validate()  # every setting checked before any actor starts
     absolute_model(config, config.model_name)
-    loggers = check_loggers(run.get("loggers") or [n for n in DEFAULT_LOGGERS if find_spec("tensorboardX")])
-    stop = dict(run.get("stop") or {"training_iteration": 10})
+    loggers = run_loggers(run)
+    stop = run_stop(run)
     every = int(run.get("checkpoint_every") or 0)
     storage, name = experiment_location(run, run_dir, uri_ok=False)
     run_dir.mkdir(parents=True, exist_ok=True)

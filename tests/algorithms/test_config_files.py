@@ -6,7 +6,7 @@ import pytest
 import yaml
 
 from ragen_rllib import RagenConfig
-from ragen_rllib.algorithms.ragen.config_files import ConfigFileError
+from ragen_rllib.algorithms.ragen.config_files import SECTIONS, ConfigFileError, _plain, _read, section_keys
 from ragen_rllib.algorithms.ragen.presets import PRESETS
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
@@ -63,6 +63,67 @@ def test_to_yaml_loads_back_to_an_equal_config(tmp_path):
     assert back.to_yaml() == c.to_yaml()
     assert (back.clip_high, back.engine_kwargs, back.lr_decay_steps, back.run_settings) == \
         (0.3, {"kv_cache_gib": 1}, 28, c.run_settings)
+
+
+#: a non-default value in every section a file can hold (RLlib's keys and Ragen's)
+NON_DEFAULT = {
+    "environment": {"env": "ragen/Sokoban-v0", "env_config": {"dim_room": [5, 5]}, "clip_rewards": 2.0,
+                    "env_modules": ["my_envs"]},
+    "env_runners": {"num_env_runners": 2, "max_requests_in_flight_per_env_runner": 3, "sample_timeout_s": 99.0,
+                    "custom_resources_per_env_runner": {"rollout": 1}},
+    "learners": {"num_learners": 2, "num_cpus_per_learner": 2, "max_requests_in_flight_per_learner": 5},
+    "rl_module": {"model_config": {"model": "tiny:small", "lora_rank": 4}},
+    "training": {"lr": 3e-5, "grad_clip": 0.5, "clip_high": 0.3, "filter_strategy": "top_k", "filter_value": 0.5},
+    "evaluation": {"evaluation_interval": 2, "evaluation_duration": 3, "evaluation_parallel_to_training": True},
+    "fault_tolerance": {"restart_failed_env_runners": False, "env_runner_health_probe_timeout_s": 7.0,
+                        "max_num_env_runner_restarts": 4},
+    "reporting": {"metrics_num_episodes_for_smoothing": 7, "min_time_s_per_iteration": 1},
+    "checkpointing": {"export_native_model_files": True},
+    "resources": {"placement_strategy": "SPREAD"},
+    "framework": {"torch_compile_learner": True},
+    "debugging": {"seed": 5, "log_level": "INFO"},
+}
+
+
+def _settings(config) -> dict:
+    """Every setting a user can put in a file, as YAML types (classes, such as the runner class, as they are)."""
+    def as_yaml(value):
+        try:
+            return _plain(value, "")
+        except ConfigFileError:
+            return value
+    return {f"{section}.{key}": as_yaml(_read(config, key)[1]) for section in SECTIONS for key in section_keys(section)}
+
+
+def test_every_setting_survives_to_yaml_and_from_yaml(tmp_path):
+    """A config with a non-default value in every section loads back from its YAML with every user-settable key
+    equal, RLlib's included (the keys a hand-kept list of dumped keys used to lose, e.g. evaluation_duration)."""
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(NON_DEFAULT))
+    c = RagenConfig.from_yaml(path)
+    assert set(NON_DEFAULT) == set(SECTIONS)  # every section is exercised
+    for body in NON_DEFAULT.values():
+        for key, value in body.items():
+            got = c.model_config if key == "model_config" else _read(c, key)[1]
+            assert _plain(got, key) == value or key == "model_config" and got.items() >= value.items(), key
+    c.to_yaml(tmp_path / "back.yaml")
+    back = RagenConfig.from_yaml(tmp_path / "back.yaml")
+    before, after = _settings(c), _settings(back)
+    assert {k: (before[k], after[k]) for k in before if before[k] != after[k]} == {}
+    assert _settings(RagenConfig()) != before  # the comparison sees the non-default values
+
+
+def test_a_setting_yaml_cannot_hold_is_named_not_dropped():
+    c = RagenConfig().evaluation(custom_evaluation_function=print)
+    with pytest.raises(ConfigFileError, match=r"evaluation.custom_evaluation_function=.* cannot be written to a"):
+        c.to_yaml()
+
+
+def test_a_deprecated_rllib_key_is_pointed_to_its_current_name(tmp_path):
+    path = tmp_path / "old.yaml"
+    path.write_text("env_runners:\n  num_rollout_workers: 2\n")
+    with pytest.raises(ConfigFileError, match=r"env_runners.num_rollout_workers=2 is unknown"):
+        RagenConfig.from_yaml(path)
 
 
 @pytest.mark.parametrize("text, match", [

@@ -51,3 +51,22 @@ def test_env_modules_register_user_envs(user_module):
 def test_bad_envs_are_named(env, match):
     with pytest.raises(ValueError, match=match):
         resolve_env(env)
+
+
+def test_an_env_registered_in_the_driver_only_is_caught_before_any_runner_with_the_fix(user_module):
+    """gymnasium.register in the user's own process: the driver knows the id, a fresh process (an env runner)
+    does not. validate() says so and names the fix; the same id registered by an env module passes."""
+    from ragen_rllib import RagenConfig
+    from ragen_rllib.envs.loading import unregistered_in_runners
+
+    gym.register(id="user/DriverOnly-v0", entry_point=FrozenLakeEnv, disable_env_checker=True)
+    try:
+        assert unregistered_in_runners(["user/DriverOnly-v0", "ragen/FrozenLake-v0"], []) == ["user/DriverOnly-v0"]
+        config = RagenConfig().environment("user/DriverOnly-v0", env_config={"size": 4})
+        with pytest.raises(ValueError, match=r"env 'user/DriverOnly-v0' is registered in this process only.*"
+                                             r"environment.env_modules=\[\].*env='your_module:user/DriverOnly-v0'"):
+            config.validate()
+    finally:
+        gym.registry.pop("user/DriverOnly-v0", None)
+    assert unregistered_in_runners(["user/TinyLake-v0"], [user_module]) == []  # its module registers it
+    RagenConfig().environment("user/TinyLake-v0", env_config={"size": 4}, env_modules=[user_module]).validate()

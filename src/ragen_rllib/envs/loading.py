@@ -8,6 +8,10 @@ from __future__ import annotations
 import difflib
 import importlib
 import inspect
+import json
+import os
+import subprocess
+import sys
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -50,6 +54,28 @@ def resolve_env(env: str) -> str | type:
     raise ValueError(f"env={env!r} is not a registered gymnasium id{hint}; the built-in ones are {ours}; register "
                      "your own with gymnasium.register in a module named in environment.env_modules, or give an "
                      "import path 'my_pkg.envs:MyEnv'")
+
+
+def unregistered_in_runners(envs: Iterable[str], modules: Iterable[str]) -> list[str]:
+    """The plain gymnasium ids among ``envs`` that a fresh process does not know after importing the built-in envs
+    and ``modules`` (the driver's ``sys.path``): what an env runner, a process of its own, would fail to make.
+
+    An id registered with ``gymnasium.register`` in the driver's script only passes :func:`resolve_env` there;
+    this asks a fresh Python process instead (built-in ``ragen/`` ids, ``module:Id`` forms and class import paths
+    are known to the runners by construction and are not asked about)."""
+    ids = sorted({e for e in envs if ":" not in e and not e.startswith("ragen/")})
+    if not ids:
+        return []
+    probe = ("import importlib, json, sys\nimport gymnasium as gym\nimport ragen_rllib.envs\n"
+             "for m in sys.argv[2:]:\n    importlib.import_module(m)\n"
+             "print(json.dumps([i for i in json.loads(sys.argv[1]) if i not in gym.registry]))")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    proc = subprocess.run([sys.executable, "-c", probe, json.dumps(ids), *modules], capture_output=True, text=True,
+                          env=env, timeout=120)
+    if proc.returncode != 0:
+        raise ValueError(f"checking that the env runners can make {ids} failed in a fresh Python process: "
+                         f"{proc.stderr.strip()[-600:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
 #: Keyword arguments ``gymnasium.make`` takes itself (not passed to the env's constructor).

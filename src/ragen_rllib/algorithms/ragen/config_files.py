@@ -1,8 +1,9 @@
 """YAML config files for :class:`~.ragen_config.RagenConfig`.
 
 A file's top-level sections are RagenConfig's builder methods (``environment``, ``env_runners``, ``learners``,
-``rl_module``, ``training``, ``evaluation``, ``debugging``), each a mapping of that method's keyword
-arguments, plus ``run`` (``stop``: Tune's stop dict, ``checkpoint_every``: iterations, ``out_dir``,
+``rl_module``, ``training``, ``evaluation``, ``fault_tolerance``, ``reporting``, ``checkpointing``, ``resources``,
+``framework``, ``debugging``), each a mapping of that method's keyword arguments, plus ``run`` (``stop``: Tune's
+stop dict, ``checkpoint_every``: iterations, ``out_dir``,
 ``loggers``, ``ray_init``: keyword arguments of ``ray.init``, e.g. a ``runtime_env``; ``storage_path``: where
 Tune keeps trials and checkpoints, a directory every node reaches or a ``s3://``-style URI; ``max_failures``: how
 often Tune restarts a failed trial from its last checkpoint) and ``tune`` (free-form,
@@ -12,13 +13,16 @@ one) that the file extends: they are merged first, in order, then the file, then
 
 Everything is checked before any actor starts: an unknown section or key names the file, the key path, the
 value and the nearest valid keys; a ``training`` value is checked against its declared type and choices
-(:mod:`.hyperparams`). ``to_yaml`` writes a file that loads back to an equal config.
+(:mod:`.hyperparams`). ``to_yaml`` writes a file that loads back to an equal config: every setting a file can
+hold, with no hand-kept list (:func:`dump_tree`).
 """
 
 from __future__ import annotations
 
 import difflib
+import functools
 import inspect
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -26,23 +30,18 @@ from ray.rllib.algorithms.algorithm_config import AlgorithmConfig
 
 from ragen_rllib.algorithms.ragen.hyperparams import HYPERPARAMS, check_value
 
-SECTIONS = ("environment", "env_runners", "learners", "rl_module", "training", "evaluation", "debugging")
+#: the builder methods a file's sections call, in this order (RLlib's own names and keyword arguments)
+SECTIONS = ("environment", "env_runners", "learners", "rl_module", "training", "evaluation", "fault_tolerance",
+            "reporting", "checkpointing", "resources", "framework", "debugging")
 RUN_KEYS = {"stop": dict, "checkpoint_every": int, "out_dir": str, "loggers": list, "ray_init": dict,
             "storage_path": str, "max_failures": int}
 FREE_SECTIONS = ("tune",)
 BASES = "defaults"  # the list of base files a file extends
 ENV_KEYS = ("env_tags", "val_env_tags", "env_modules")  # Ragen's own environment() keys (multi-env runs)
-#: what ``to_yaml`` writes per builder section (besides every Ragen hyperparameter under ``training``)
-DUMPED = {
-    "environment": ("env", "env_config", *ENV_KEYS),
-    "env_runners": ("num_env_runners", "num_cpus_per_env_runner", "num_gpus_per_env_runner",
-                    "custom_resources_per_env_runner", "sample_timeout_s"),
-    "learners": ("num_learners", "num_cpus_per_learner", "num_gpus_per_learner"),
-    "rl_module": ("model_config",),
-    "training": ("lr", "grad_clip", "grad_clip_by", "gamma", "num_epochs", "minibatch_size"),
-    "evaluation": ("evaluation_interval",),
-    "debugging": ("seed",),
-}
+#: builder keyword -> the config attribute that holds it, where RLlib names the two apart
+ATTRIBUTE = {"framework": "framework_str"}
+#: YAML's scalar types (plus lists and mappings of them): what a config file can hold
+_SCALARS = (type(None), bool, int, float, str)
 
 
 class ConfigFileError(ValueError):
@@ -50,11 +49,35 @@ class ConfigFileError(ValueError):
 
 
 def section_keys(section: str) -> list[str]:
-    """The keys a builder section accepts: the builder's keyword arguments (+ Ragen's under ``training``)."""
-    params = [p for p in inspect.signature(getattr(AlgorithmConfig, section)).parameters if p != "self"]
+    """The keys a builder section accepts: the builder's keyword arguments that a config holds as a readable
+    setting (RLlib's deprecated aliases are left out, so a file naming one is told the current key), plus Ragen's
+    (its multi-env keys under ``environment``, its hyperparameters under ``training``)."""
+    params = [p for p in inspect.signature(getattr(AlgorithmConfig, section)).parameters
+              if p not in ("self", "kwargs") and _readable(p)]
     if section == "environment":
         return [*params, *ENV_KEYS]
     return [*HYPERPARAMS, *params] if section == "training" else params
+
+
+@functools.cache
+def _readable(key: str) -> bool:
+    return _read(_rllib_defaults(), key)[0]
+
+
+@functools.cache
+def _rllib_defaults() -> AlgorithmConfig:
+    return AlgorithmConfig()
+
+
+def _read(config, key: str) -> tuple[bool, Any]:
+    """``(True, value)`` of a builder keyword on ``config``; ``(False, None)`` where no setting holds it (a
+    deprecated alias raises when read)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            return True, getattr(config, ATTRIBUTE.get(key, key))
+        except Exception:  # noqa: BLE001 - RLlib's deprecation shims raise ValueError or DeprecationWarning
+            return False, None
 
 
 def load_tree(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -> dict[str, Any]:
@@ -131,22 +154,43 @@ def apply_tree(config, tree: dict[str, Any]):
 
 
 def dump_tree(config) -> dict[str, Any]:
-    """The sections that reproduce ``config`` (every Ragen hyperparameter, the RLlib keys of :data:`DUMPED`)."""
+    """The sections that reproduce ``config``: every Ragen hyperparameter and multi-env key (so a resumed run keeps
+    them even if a default changes), and every RLlib builder setting whose value differs from a fresh config's.
+    Raises :class:`ConfigFileError` naming the key when such a setting cannot be written to YAML (a class, a
+    function): nothing is dropped silently."""
+    default = type(config)()
     tree: dict[str, Any] = {}
-    for section, keys in DUMPED.items():
-        names = [*HYPERPARAMS, *keys] if section == "training" else list(keys)
-        tree[section] = {k: _plain(getattr(config, k)) for k in names}
-    tree["rl_module"]["model_config"] = _plain(dict(config.model_config or {}))
+    for section in SECTIONS:
+        body = {}
+        for key in section_keys(section):
+            value = _read(config, key)[1]
+            ours = (section == "training" and key in HYPERPARAMS) or (section == "environment" and key in ENV_KEYS)
+            if ours or not _same(value, _read(default, key)[1]):
+                body[key] = _plain(value, f"{section}.{key}")
+        if body:
+            tree[section] = body
     if getattr(config, "run_settings", None):
-        tree["run"] = _plain(config.run_settings)
+        tree["run"] = _plain(config.run_settings, "run")
     if getattr(config, "tune_settings", None):
-        tree["tune"] = _plain(config.tune_settings)
+        tree["tune"] = _plain(config.tune_settings, "tune")
     return tree
 
 
-def _plain(value: Any) -> Any:
+def _same(a: Any, b: Any) -> bool:
+    try:
+        return bool(a == b)
+    except Exception:  # noqa: BLE001 - e.g. arrays: compare what YAML would hold
+        return repr(a) == repr(b)
+
+
+def _plain(value: Any, where: str) -> Any:
+    """``value`` as YAML types (tuples become lists); a value YAML cannot hold raises, naming its key path."""
     if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
+        return {str(k): _plain(v, f"{where}.{k}") for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    return value
+        return [_plain(v, f"{where}[{i}]") for i, v in enumerate(value)]
+    if isinstance(value, _SCALARS):
+        return value
+    raise ConfigFileError(f"{where}={value!r} cannot be written to a config file ({type(value).__name__} is not a "
+                          "YAML value): set it in Python after loading the file, or give it as a string the builder "
+                          "accepts (an import path such as 'my_pkg.envs:MyEnv' for `env`)")

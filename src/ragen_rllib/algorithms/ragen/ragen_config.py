@@ -295,7 +295,7 @@ class RagenConfig(AlgorithmConfig, RagenHyperparams):
         """Env modules import, every env resolves, tags parse, and groups split over the runners: here, before
         any runner tries (see :mod:`.env_tags` and :mod:`ragen_rllib.envs.loading`)."""
         from ragen_rllib.algorithms.ragen.env_tags import split_groups
-        from ragen_rllib.envs.loading import check_env_config, import_env_modules
+        from ragen_rllib.envs.loading import check_env_config, import_env_modules, unregistered_in_runners
 
         try:
             import_env_modules(self.env_modules)
@@ -304,6 +304,15 @@ class RagenConfig(AlgorithmConfig, RagenHyperparams):
             train, val = self.train_tags, self.val_tags
             for tag in (*train, *val):
                 check_env_config(tag.env, tag.env_config)
+            remote = self.num_env_runners > 0  # a local runner (0) shares the driver's gymnasium registry
+            local = unregistered_in_runners([t.env for t in (*train, *val)], self.env_modules) if remote else []
+            if local:
+                raise ValueError(
+                    f"env {local[0]!r} is registered in this process only (gymnasium.register in your script?): the "
+                    "env runners are processes of their own that import ragen_rllib's envs and "
+                    f"environment.env_modules={self.env_modules} only, so they could not make it. Fix: move the "
+                    "register call into a module and name it in environment.env_modules (ship it to remote runners "
+                    f"with Ray's runtime_env py_modules or working_dir), or give env='your_module:{local[0]}'")
             if self.env_tags and sum(t.groups for t in train) != self.env_groups:
                 raise ValueError(f"env_groups={self.env_groups} disagrees with the env_tags' groups "
                                  f"({' + '.join(str(t.groups) for t in train)} = {sum(t.groups for t in train)}): "
