@@ -49,7 +49,7 @@ def real_batch(model: str, args):
     from transformers import AutoTokenizer
 
     from ragen_rllib import RagenConfig
-    from ragen_rllib.algorithms.ragen.batch import build_batch, padding_fraction
+    from ragen_rllib.algorithms.ragen.driver.batch import build_batch, padding_fraction
     from ragen_rllib.models.registry import resolve_model
     from ragen_rllib.runner.ragen_env_runner import RagenEnvRunner
 

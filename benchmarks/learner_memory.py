@@ -55,9 +55,9 @@ def measure(model: str, rows: int, tokens: int, gc: bool, autocast: str, threads
     import torch
     from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 
-    from ragen_rllib.algorithms.ragen import keys as K
     from ragen_rllib.algorithms.ragen.torch.ragen_torch_learner import adamw
     from ragen_rllib.algorithms.ragen.torch.ragen_torch_rl_module import RagenTorchRLModule
+    from ragen_rllib.core import keys as K
     from ragen_rllib.envs.base import text_space
     from ragen_rllib.rl.losses import aggregate, policy_loss
 

@@ -76,7 +76,7 @@ def main() -> None:
     from ray.rllib.core import DEFAULT_MODULE_ID
 
     from ragen_rllib import RagenConfig, init_ray
-    from ragen_rllib.algorithms.ragen import keys as K
+    from ragen_rllib.core import keys as K
     from ragen_rllib.precision import cpu_info
 
     init_ray(num_cpus=4, _temp_dir=str(ROOT / ".cache" / "ray"), log_to_driver=False,

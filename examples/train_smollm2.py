@@ -54,7 +54,7 @@ def parse_args(argv=None) -> argparse.Namespace:
 def load_config(args, model: str):
     """The run's config: the env's config file, the model, the seed and the user's overrides (in that order)."""
     from ragen_rllib import RagenConfig
-    from ragen_rllib.algorithms.ragen.config_files import load_tree
+    from ragen_rllib.algorithms.ragen.config.config_files import load_tree
 
     overrides = [f"rl_module.model_config.model={model}", f"debugging.seed={args.seed}",
                  "training.val_before_train=false", "evaluation.evaluation_interval=null",  # validated here instead

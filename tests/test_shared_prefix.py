@@ -62,8 +62,8 @@ def test_short_prefixes_and_single_rows_take_the_plain_pass(model, monkeypatch):
 def test_the_rl_module_gives_the_same_logprobs_with_and_without_sharing():
     from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 
-    from ragen_rllib.algorithms.ragen import keys as K
     from ragen_rllib.algorithms.ragen.torch.ragen_torch_rl_module import RagenTorchRLModule
+    from ragen_rllib.core import keys as K
     from ragen_rllib.envs.base import text_space
 
     def build(share):

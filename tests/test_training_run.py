@@ -70,7 +70,7 @@ def test_a_resumed_run_gets_exactly_the_settings_it_started_with_and_logs_each_o
     import yaml
     from tests.algorithms.test_config_files import NON_DEFAULT, SECTIONS
 
-    from ragen_rllib.algorithms.ragen.config_files import ConfigFileError, _plain, _read, section_keys
+    from ragen_rllib.algorithms.ragen.config.config_files import ConfigFileError, _plain, _read, section_keys
     from ragen_rllib.training_run import CONFIG_FILE, load_run_config
 
     def settings(config):

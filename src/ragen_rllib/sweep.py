@@ -29,7 +29,7 @@ from typing import Any
 
 from ray import tune
 
-from ragen_rllib.algorithms.ragen import keys as K
+from ragen_rllib.core import keys as K
 
 RECORD, TABLE = "sweep.json", "sweep.md"
 DEFAULT_METRIC = f"evaluation/env_runners/{K.SUCCESS_RATE}"
@@ -226,6 +226,6 @@ def _with_overrides(config_path: str | Path, overrides: list[str]) -> str:
     """The composed config file with the command line's overrides merged in (so --resume sees the same run)."""
     from omegaconf import OmegaConf
 
-    from ragen_rllib.algorithms.ragen.config_files import load_tree
+    from ragen_rllib.algorithms.ragen.config.config_files import load_tree
 
     return OmegaConf.to_yaml(OmegaConf.create(load_tree(config_path, overrides)))

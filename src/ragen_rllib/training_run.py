@@ -31,7 +31,7 @@ from typing import Any
 from ray import tune
 from ray.rllib.utils.annotations import override
 
-from ragen_rllib.algorithms.ragen import keys as K
+from ragen_rllib.core import keys as K
 from ragen_rllib.loggers import DEFAULT_LOGGERS, check_loggers, logger_callbacks, logger_env
 
 CONFIG_FILE, PROGRESS_FILE, CHECKPOINTS, CURVE_FILE = "config.yaml", "progress.jsonl", "checkpoints", \
@@ -119,7 +119,7 @@ def load_run_config(config_path: str | Path | None, overrides: list[str], resume
     ``runs/<config name>``) or of a resumed one (the directory's ``config.yaml``, the settings the run started
     with, + ``overrides``, each override logged with the value it replaces). ``what`` names the command."""
     from ragen_rllib import RagenConfig
-    from ragen_rllib.algorithms.ragen.config_files import load_tree
+    from ragen_rllib.algorithms.ragen.config.config_files import load_tree
 
     if resume is not None:
         run_dir = Path(resume)

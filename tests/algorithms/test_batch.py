@@ -5,8 +5,8 @@ import pytest
 
 from ragen_rllib.agent.trajectory import Trajectory
 from ragen_rllib.agent.transcript import Sample
-from ragen_rllib.algorithms.ragen import keys as K
-from ragen_rllib.algorithms.ragen.batch import build_batch
+from ragen_rllib.algorithms.ragen.driver.batch import build_batch
+from ragen_rllib.core import keys as K
 
 
 def traj(group: int, states: list[str], rewards: list[float]) -> Trajectory:

@@ -8,7 +8,7 @@ import textwrap
 
 import pytest
 
-from ragen_rllib.algorithms.ragen.checkpoint_io import write_atomically
+from ragen_rllib.algorithms.ragen.driver.checkpoint_io import write_atomically
 
 
 def writer(content):
@@ -50,7 +50,7 @@ def test_a_process_killed_mid_write_leaves_the_previous_checkpoint(tmp_path):
     write_atomically(target, writer("good"))
     script = textwrap.dedent(f"""
         import os, signal
-        from ragen_rllib.algorithms.ragen.checkpoint_io import write_atomically
+        from ragen_rllib.algorithms.ragen.driver.checkpoint_io import write_atomically
         def write(tmp):
             with open(os.path.join(tmp, "state.pkl"), "w") as f:
                 f.write("trunc")

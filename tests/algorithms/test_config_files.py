@@ -6,8 +6,8 @@ import pytest
 import yaml
 
 from ragen_rllib import RagenConfig
-from ragen_rllib.algorithms.ragen.config_files import SECTIONS, ConfigFileError, _plain, _read, section_keys
-from ragen_rllib.algorithms.ragen.presets import PRESETS
+from ragen_rllib.algorithms.ragen.config.config_files import SECTIONS, ConfigFileError, _plain, _read, section_keys
+from ragen_rllib.algorithms.ragen.config.presets import PRESETS
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 SHIPPED = sorted(CONFIGS.rglob("*.yaml"))

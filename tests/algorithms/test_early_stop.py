@@ -1,6 +1,6 @@
 """RAGEN's early-stop rules: each fires after its patience, resets on a good step, and can be turned off."""
 
-from ragen_rllib.algorithms.ragen.early_stop import EarlyStopper
+from ragen_rllib.algorithms.ragen.driver.early_stop import EarlyStopper
 
 
 def test_reward_std_collapse_against_the_early_baseline():

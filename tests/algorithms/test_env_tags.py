@@ -6,7 +6,7 @@ import pytest
 import yaml
 
 from ragen_rllib import RagenConfig
-from ragen_rllib.algorithms.ragen.env_tags import EnvTag, flatten, parse_tags, split_groups, train_seed, val_seed
+from ragen_rllib.core.env_tags import EnvTag, flatten, parse_tags, split_groups, train_seed, val_seed
 from ragen_rllib.envs.tags import RAGEN_TAGS
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"

@@ -14,11 +14,11 @@ import torch
 from ray.rllib.core import DEFAULT_MODULE_ID
 from ray.rllib.policy.sample_batch import MultiAgentBatch, SampleBatch
 
-from ragen_rllib.algorithms.ragen import keys as K
-from ragen_rllib.algorithms.ragen.batch import build_batch
+from ragen_rllib.algorithms.ragen.config.hyperparams import ADV_ESTIMATORS
+from ragen_rllib.algorithms.ragen.config.presets import PRESETS
+from ragen_rllib.algorithms.ragen.driver.batch import build_batch
 from ragen_rllib.algorithms.ragen.estimators import DRIVER, ESTIMATORS
-from ragen_rllib.algorithms.ragen.hyperparams import ADV_ESTIMATORS
-from ragen_rllib.algorithms.ragen.presets import PRESETS
+from ragen_rllib.core import keys as K
 from ragen_rllib.envs.base import text_space
 
 pytestmark = pytest.mark.slow
@@ -108,8 +108,8 @@ def test_dapo_starpo_s_gigpo_iteration_on_ray(ray_session, tiny_config):
 
 
 def test_shaping_filtering_and_gigpo_feed_the_learner(tiny_config, sampled):
-    from ragen_rllib.algorithms.ragen.reward_shaping import shape_rewards
-    from ragen_rllib.algorithms.ragen.rollout_filter import filter_trajectories
+    from ragen_rllib.algorithms.ragen.driver.reward_shaping import shape_rewards
+    from ragen_rllib.algorithms.ragen.driver.rollout_filter import filter_trajectories
 
     config = tiny_config(group_size=3, entropy_coeff=0.0).preset("gigpo").training(
         filter_strategy="top_k_abs", filter_value=1, overlong_buffer_ratio=1.0, reward_norm="mean")
@@ -126,7 +126,7 @@ def test_shaping_filtering_and_gigpo_feed_the_learner(tiny_config, sampled):
 def test_first_turn_splits_prompt_and_reasoning(sampled):
     from transformers import AutoTokenizer
 
-    from ragen_rllib.algorithms.ragen.reasoning_mi import first_turn
+    from ragen_rllib.algorithms.ragen.driver.reasoning_mi import first_turn
     from ragen_rllib.models.registry import resolve_model
 
     tok = AutoTokenizer.from_pretrained(resolve_model("tiny:nano"))

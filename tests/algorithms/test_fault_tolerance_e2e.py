@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from ragen_rllib.algorithms.ragen import keys as K
+from ragen_rllib.core import keys as K
 
 pytestmark = pytest.mark.slow
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from ragen_rllib.algorithms.ragen import keys as K
+from ragen_rllib.core import keys as K
 
 pytestmark = pytest.mark.slow
 

@@ -9,8 +9,8 @@ from ray.rllib.core import DEFAULT_MODULE_ID
 from ray.rllib.policy.sample_batch import MultiAgentBatch, SampleBatch
 
 from ragen_rllib import RagenConfig
-from ragen_rllib.algorithms.ragen import keys as K
 from ragen_rllib.algorithms.ragen.torch.ragen_torch_learner import all_finite
+from ragen_rllib.core import keys as K
 from ragen_rllib.envs.base import text_space
 
 

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from ragen_rllib.algorithms.ragen.one_step_off import (
+from ragen_rllib.algorithms.ragen.driver.one_step_off import (
     Collected,
     NoHealthyRunners,
     Prefetcher,

@@ -4,7 +4,7 @@ import pytest
 
 from ragen_rllib import Ragen, RagenConfig
 from ragen_rllib.agent.config import AgentConfig
-from ragen_rllib.algorithms.ragen.hyperparams import HYPERPARAMS
+from ragen_rllib.algorithms.ragen.config.hyperparams import HYPERPARAMS
 
 
 def tiny():
@@ -41,7 +41,7 @@ def test_unknown_training_key_is_named_with_the_nearest_names():
 def test_every_hyperparameter_is_typed_with_a_default_and_a_meaning():
     from dataclasses import fields
 
-    from ragen_rllib.algorithms.ragen.hyperparams import TYPES, RagenHyperparams
+    from ragen_rllib.algorithms.ragen.config.hyperparams import TYPES, RagenHyperparams
 
     names = [f.name for f in fields(RagenHyperparams)]
     assert names == list(HYPERPARAMS) == list(TYPES)

@@ -11,8 +11,8 @@ import torch
 from ray.rllib.core import ALL_MODULES, DEFAULT_MODULE_ID
 from ray.rllib.utils.test_utils import check_train_results_new_api_stack
 
-from ragen_rllib.algorithms.ragen import keys as K
-from ragen_rllib.algorithms.ragen.batch import build_batch
+from ragen_rllib.algorithms.ragen.driver.batch import build_batch
+from ragen_rllib.core import keys as K
 
 pytestmark = pytest.mark.slow
 
@@ -200,7 +200,7 @@ def sampling_gap(trajectories, weights, pad_id, temperature):
 
 
 def test_one_step_off_trains_each_batch_one_update_after_the_weights_that_sampled_it(ray_session, tiny_config):
-    from ragen_rllib.algorithms.ragen.one_step_off import loads
+    from ragen_rllib.algorithms.ragen.driver.one_step_off import loads
 
     algo = tiny_config(adv_estimator="grpo", old_logprobs="engine", rollout_mode="one_step_off").build_algo()
     try:

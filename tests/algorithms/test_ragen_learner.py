@@ -7,9 +7,9 @@ import pytest
 import torch
 from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 
-from ragen_rllib.algorithms.ragen import keys as K
 from ragen_rllib.algorithms.ragen.ragen_learner import needs_forward, prepare_columns
 from ragen_rllib.algorithms.ragen.torch.ragen_torch_rl_module import RagenTorchRLModule
+from ragen_rllib.core import keys as K
 from ragen_rllib.envs.base import text_space
 
 

@@ -7,8 +7,8 @@ import torch
 from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 from transformers import AutoModelForCausalLM
 
-from ragen_rllib.algorithms.ragen import keys as K
 from ragen_rllib.algorithms.ragen.torch.ragen_torch_rl_module import VALUE_HEAD, RagenTorchRLModule
+from ragen_rllib.core import keys as K
 from ragen_rllib.envs.base import text_space
 from ragen_rllib.logprobs import gather_token_logprobs
 from ragen_rllib.models.tiny import tiny_model_path

@@ -5,8 +5,8 @@ from types import SimpleNamespace
 import pytest
 
 from ragen_rllib.agent.trajectory import Trajectory
-from ragen_rllib.algorithms.ragen import keys as K
-from ragen_rllib.algorithms.ragen.rollout_filter import filter_trajectories
+from ragen_rllib.algorithms.ragen.driver.rollout_filter import filter_trajectories
+from ragen_rllib.core import keys as K
 
 
 def cfg(**kw):

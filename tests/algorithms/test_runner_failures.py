@@ -2,7 +2,7 @@
 
 import pytest
 
-from ragen_rllib.algorithms.ragen.runner_failures import assign_blocks
+from ragen_rllib.algorithms.ragen.driver.runner_failures import assign_blocks
 
 
 def test_every_healthy_runner_samples_its_own_block():

@@ -15,8 +15,8 @@ import pytest
 import torch
 from ray.rllib.core import DEFAULT_MODULE_ID
 
-from ragen_rllib.algorithms.ragen import keys as K
-from ragen_rllib.algorithms.ragen.batch import build_batch
+from ragen_rllib.algorithms.ragen.driver.batch import build_batch
+from ragen_rllib.core import keys as K
 
 pytestmark = pytest.mark.slow
 

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from ragen_rllib.algorithms.ragen.config_files import ConfigFileError
+from ragen_rllib.algorithms.ragen.config.config_files import ConfigFileError
 from ragen_rllib.cli import main
 from ragen_rllib.training_run import CONFIG_FILE, CURVE_FILE, PROGRESS_FILE
 

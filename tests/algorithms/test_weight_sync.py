@@ -6,7 +6,7 @@ import pytest
 import ray
 import torch
 
-from ragen_rllib.algorithms.ragen.weight_sync import PACKED, pack_weights, unpack_weights
+from ragen_rllib.core.weight_sync import PACKED, pack_weights, unpack_weights
 
 
 def test_pack_round_trips_every_dtype_and_stores_tied_tensors_once():

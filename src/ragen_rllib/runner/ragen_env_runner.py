@@ -1,7 +1,7 @@
 """RagenEnvRunner: an RLlib EnvRunner holding whole env groups and one generation engine.
 
 Each ``sample()`` runs one synchronous multi-turn rollout over this runner's share of the groups (its block of
-the run's env tags, and their seeds: see :mod:`ragen_rllib.algorithms.ragen.env_tags`; every trajectory of a
+the run's env tags, and their seeds: see :mod:`ragen_rllib.core.env_tags`; every trajectory of a
 group shares the seed) with ONE batched engine call per turn, and returns :class:`Trajectory` records
 with the agent layer's exact-token transcripts. Model output and env errors are handled and counted
 here: an exception escaping ``sample()`` would make RLlib kill and restart the runner (~60 s).
@@ -31,9 +31,9 @@ from ragen_rllib.agent.chat_format import ChatFormat
 from ragen_rllib.agent.prompts import generation_prefill
 from ragen_rllib.agent.rollout import rollout
 from ragen_rllib.agent.trajectory import Trajectory
-from ragen_rllib.algorithms.ragen.env_tags import split_groups, train_seed, val_seed
-from ragen_rllib.algorithms.ragen.keys import RUNNER_ERRORS_LIFETIME
-from ragen_rllib.algorithms.ragen.weight_sync import unpack_weights
+from ragen_rllib.core.env_tags import split_groups, train_seed, val_seed
+from ragen_rllib.core.keys import RUNNER_ERRORS_LIFETIME
+from ragen_rllib.core.weight_sync import unpack_weights
 from ragen_rllib.engines.base import SamplingConfig
 from ragen_rllib.envs.base import text_space
 from ragen_rllib.envs.loading import import_env_modules, make_env

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from ragen_rllib.algorithms.ragen import keys as K
+from ragen_rllib.core import keys as K
 from ragen_rllib.rl.advantages import bilevel_gae, gae, gigpo, grpo, reinforce_pp, rloo
 from ragen_rllib.rl.losses import kl_penalty
 from ragen_rllib.rl.tokens import (
@@ -37,8 +37,8 @@ DRIVER, LEARNER = "driver", "learner"
 
 @dataclass(frozen=True)
 class DriverInputs:
-    """What a driver estimator sees: the numpy batch columns (:mod:`.keys`), the (trajectory, sample) pair of
-    each row, the batch's turn width and the estimator settings of the config."""
+    """What a driver estimator sees: the numpy batch columns (:mod:`~ragen_rllib.core.keys`), the (trajectory,
+    sample) pair of each row, the batch's turn width and the estimator settings of the config."""
 
     cols: dict[str, np.ndarray]
     rows: list[tuple[Any, Any]]

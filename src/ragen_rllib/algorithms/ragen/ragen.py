@@ -3,7 +3,7 @@
 One ``training_step`` = sample (every env runner in parallel, one multi-turn rollout over its env groups)
 -> learner update (old log-probs, advantages, clipped surrogate over minibatches and epochs) -> weight
 sync into every runner's generation engine (checked: a sync is never silently dropped) -> metrics.
-With ``rollout_mode="one_step_off"`` the next batch is sampled while the learner trains (:mod:`.one_step_off`).
+With ``rollout_mode="one_step_off"`` the next batch is sampled while the learner trains (:mod:`.driver.one_step_off`).
 """
 
 from __future__ import annotations
@@ -20,12 +20,10 @@ from ray.rllib.policy.sample_batch import MultiAgentBatch, SampleBatch
 from ray.rllib.utils.annotations import override
 from ray.rllib.utils.metrics import ENV_RUNNER_RESULTS, LEARNER_RESULTS, TIMERS
 
-from ragen_rllib.algorithms.ragen import keys as K
-from ragen_rllib.algorithms.ragen.batch import build_batch, padding_fraction
-from ragen_rllib.algorithms.ragen.checkpoint_io import write_atomically
-from ragen_rllib.algorithms.ragen.early_stop import EarlyStopper
-from ragen_rllib.algorithms.ragen.env_tags import split_groups
-from ragen_rllib.algorithms.ragen.one_step_off import (
+from ragen_rllib.algorithms.ragen.driver.batch import build_batch, padding_fraction
+from ragen_rllib.algorithms.ragen.driver.checkpoint_io import write_atomically
+from ragen_rllib.algorithms.ragen.driver.early_stop import EarlyStopper
+from ragen_rllib.algorithms.ragen.driver.one_step_off import (
     Collected,
     NoHealthyRunners,
     Prefetcher,
@@ -34,12 +32,14 @@ from ragen_rllib.algorithms.ragen.one_step_off import (
     staleness,
     timeline,
 )
+from ragen_rllib.algorithms.ragen.driver.reward_shaping import shape_rewards
+from ragen_rllib.algorithms.ragen.driver.rollout_filter import filter_trajectories, varied_groups
+from ragen_rllib.algorithms.ragen.driver.rollout_metrics import rollout_metrics
+from ragen_rllib.algorithms.ragen.driver.runner_failures import assign_blocks
 from ragen_rllib.algorithms.ragen.ragen_config import RagenConfig
-from ragen_rllib.algorithms.ragen.reward_shaping import shape_rewards
-from ragen_rllib.algorithms.ragen.rollout_filter import filter_trajectories, varied_groups
-from ragen_rllib.algorithms.ragen.rollout_metrics import rollout_metrics
-from ragen_rllib.algorithms.ragen.runner_failures import assign_blocks
-from ragen_rllib.algorithms.ragen.weight_sync import ObjectStoreWeightSync, WeightSync
+from ragen_rllib.core import keys as K
+from ragen_rllib.core.env_tags import split_groups
+from ragen_rllib.core.weight_sync import ObjectStoreWeightSync, WeightSync
 
 __all__ = ["Ragen", "RagenConfig"]
 
@@ -53,7 +53,7 @@ class WeightSyncError(RuntimeError):
 class Ragen(Algorithm):
     """The StarPO trainer (see the module docstring)."""
 
-    #: how weights reach the engines (:mod:`.weight_sync`; a CUDA path would be another WeightSync)
+    #: how weights reach the engines (:mod:`ragen_rllib.core.weight_sync`; a CUDA path would be another WeightSync)
     weight_sync: WeightSync = ObjectStoreWeightSync()
 
     @classmethod
@@ -89,7 +89,7 @@ class Ragen(Algorithm):
     @override(Algorithm)
     def training_step(self) -> None:
         """Sample (or take the batch sampled during the last iteration, one-step-off), learn, sync; see
-        :mod:`.one_step_off` for the overlapped order. Phase durations and their timeline go to ``timers``."""
+        :mod:`.driver.one_step_off` for the overlapped order. Phase durations and their timeline go to ``timers``."""
         start, cfg = time.perf_counter(), self.config
         overlapped = cfg.rollout_mode == "one_step_off"
         collected, self._waiting = self._waiting, None
@@ -174,7 +174,7 @@ class Ragen(Algorithm):
 
     def _reasoning_mi(self, trajectories) -> dict[str, float]:
         """RAGEN-2's mutual-information estimate, scored by the first env runner's engine."""
-        from ragen_rllib.algorithms.ragen.reasoning_mi import reasoning_mi_metrics
+        from ragen_rllib.algorithms.ragen.driver.reasoning_mi import reasoning_mi_metrics
 
         def score(prompts, conts):
             return self.env_runner_group.foreach_env_runner(lambda r: r.engine.score(prompts, conts),

@@ -1,4 +1,4 @@
-"""RagenConfig: StarPO (RAGEN) as an RLlib AlgorithmConfig. Hyperparameters live in :mod:`.hyperparams`."""
+"""RagenConfig: StarPO (RAGEN) as an RLlib AlgorithmConfig. Hyperparameters live in :mod:`.config.hyperparams`."""
 
 from __future__ import annotations
 
@@ -11,8 +11,7 @@ from ray.rllib.algorithms.algorithm_config import AlgorithmConfig, NotProvided
 from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 from ray.rllib.utils.annotations import override
 
-from ragen_rllib.algorithms.ragen.estimators import ESTIMATORS
-from ragen_rllib.algorithms.ragen.hyperparams import (
+from ragen_rllib.algorithms.ragen.config.hyperparams import (
     AGENT_KEYS,
     HYPERPARAMS,
     RLLIB_OVERRIDES,
@@ -21,6 +20,7 @@ from ragen_rllib.algorithms.ragen.hyperparams import (
     defaults,
     training_doc,
 )
+from ragen_rllib.algorithms.ragen.estimators import ESTIMATORS
 from ragen_rllib.precision import validate_autocast, validate_dtype
 
 DEFAULT_MODEL = "tiny:small"  # model_config["model"] when none is given (offline tiny model)
@@ -51,7 +51,7 @@ class RagenConfig(AlgorithmConfig, RagenHyperparams):
         self.env_tags: list[dict] = []  # training envs of a multi-env run (see .env_tags); [] = the one `env`
         self.val_env_tags: list[dict] = []  # validation envs; [] = the training envs, val_env_groups each
         self.env_modules: list[str] = []  # modules imported (driver and every runner) before envs are made
-        self.sweep_variant: Any = None  # a Tune sweep's grouped setting (ragen_rllib.sweep_space.VARIANT)
+        self.sweep_variant: Any = None  # a sweep's grouped setting (config.key_paths.VARIANT)
         self.sweep_variants: Any = None  # more grouped axes, {axis: setting} (param_space keys variant.<axis>)
         self.run_settings: dict[str, Any] = {}  # a config file's `run` section (stop, checkpoint_every, out_dir)
         self.tune_settings: dict[str, Any] = {}  # a config file's `tune` section (sweeps)
@@ -60,9 +60,9 @@ class RagenConfig(AlgorithmConfig, RagenHyperparams):
     @classmethod
     def from_yaml(cls, path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -> RagenConfig:
         """A config from a YAML file (sections = the builder methods, plus ``run`` and ``tune``; see
-        :mod:`.config_files`) and OmegaConf dotlist ``overrides`` such as ``["training.lr=1e-5"]``. Unknown keys
+        :mod:`.config.config_files`) and OmegaConf dotlist ``overrides`` such as ``["training.lr=1e-5"]``. Unknown keys
         and bad types fail here, naming the file, the key path, the value and the nearest valid keys."""
-        from ragen_rllib.algorithms.ragen.config_files import apply_tree, load_tree
+        from ragen_rllib.algorithms.ragen.config.config_files import apply_tree, load_tree
 
         return apply_tree(cls(), load_tree(path, overrides))
 
@@ -71,7 +71,7 @@ class RagenConfig(AlgorithmConfig, RagenHyperparams):
         given)."""
         from omegaconf import OmegaConf
 
-        from ragen_rllib.algorithms.ragen.config_files import dump_tree
+        from ragen_rllib.algorithms.ragen.config.config_files import dump_tree
 
         text = OmegaConf.to_yaml(OmegaConf.create(dump_tree(self)))
         if path is not None:
@@ -86,7 +86,7 @@ class RagenConfig(AlgorithmConfig, RagenHyperparams):
         variant = config_dict.pop("sweep_variant", None)
         variants = config_dict.pop("sweep_variants", None)
         super().update_from_dict(config_dict)
-        from ragen_rllib.sweep_space import apply_variant
+        from ragen_rllib.algorithms.ragen.config.key_paths import apply_variant
 
         for axis_setting in ([variant] if variant else []) + list((variants or {}).values()):
             apply_variant(self, axis_setting)
@@ -98,15 +98,15 @@ class RagenConfig(AlgorithmConfig, RagenHyperparams):
 
     def preset(self, name: str) -> RagenConfig:
         """Apply an algorithm preset (``ppo``, ``grpo``, ``dr_grpo``, ``dapo``, ``starpo_s``, ``gigpo``; see
-        :mod:`.presets`); later ``training()`` calls override it."""
-        from ragen_rllib.algorithms.ragen.presets import preset_settings
+        :mod:`.config.presets`); later ``training()`` calls override it."""
+        from ragen_rllib.algorithms.ragen.config.presets import preset_settings
 
         return self.training(**preset_settings(name))
 
     @override(AlgorithmConfig)
     def environment(self, env: Any = NotProvided, *, env_tags: Any = NotProvided, val_env_tags: Any = NotProvided,
                     env_modules: Any = NotProvided, **kwargs: Any) -> RagenConfig:
-        """RLlib's ``environment()`` plus Ragen's multi-env keys (see :mod:`.env_tags`).
+        """RLlib's ``environment()`` plus Ragen's multi-env keys (see :mod:`ragen_rllib.core.env_tags`).
 
         Args:
             env: a gymnasium id (``ragen/Sokoban-v0``), gymnasium's ``module:Id``, or a class import path
@@ -118,7 +118,7 @@ class RagenConfig(AlgorithmConfig, RagenHyperparams):
             env_modules: modules to import before envs are made, on the driver and in every env runner (they
                 register user envs with ``gymnasium.register``).
         """
-        from ragen_rllib.algorithms.ragen.env_tags import parse_tags
+        from ragen_rllib.core.env_tags import parse_tags
 
         if env_modules is not NotProvided:
             self.env_modules = [str(m) for m in (env_modules or [])]
@@ -173,7 +173,7 @@ class RagenConfig(AlgorithmConfig, RagenHyperparams):
     @property
     def train_tags(self):
         """The training envs (:class:`~.env_tags.EnvTag` list): ``env_tags``, or the one ``env``."""
-        from ragen_rllib.algorithms.ragen.env_tags import EnvTag, parse_tags
+        from ragen_rllib.core.env_tags import EnvTag, parse_tags
 
         if self.env_tags:
             return parse_tags(self.env_tags, "env_tags")
@@ -185,7 +185,7 @@ class RagenConfig(AlgorithmConfig, RagenHyperparams):
         """The validation envs: ``val_env_tags``, or the training envs with ``val_env_groups`` groups each."""
         from dataclasses import replace
 
-        from ragen_rllib.algorithms.ragen.env_tags import parse_tags
+        from ragen_rllib.core.env_tags import parse_tags
 
         if self.val_env_tags:
             return parse_tags(self.val_env_tags, "val_env_tags")
@@ -293,8 +293,8 @@ class RagenConfig(AlgorithmConfig, RagenHyperparams):
 
     def _validate_env(self) -> None:
         """Env modules import, every env resolves, tags parse, and groups split over the runners: here, before
-        any runner tries (see :mod:`.env_tags` and :mod:`ragen_rllib.envs.loading`)."""
-        from ragen_rllib.algorithms.ragen.env_tags import split_groups
+        any runner tries (see :mod:`ragen_rllib.core.env_tags` and :mod:`ragen_rllib.envs.loading`)."""
+        from ragen_rllib.core.env_tags import split_groups
         from ragen_rllib.envs.loading import check_env_config, import_env_modules, unregistered_in_runners
 
         try:

@@ -21,8 +21,8 @@ from ray.rllib.core.learner.training_data import TrainingData
 from ray.rllib.policy.sample_batch import MultiAgentBatch
 from ray.rllib.utils.annotations import override
 
-from ragen_rllib.algorithms.ragen import keys as K
 from ragen_rllib.algorithms.ragen.estimators import LEARNER, LearnerInputs, estimator
+from ragen_rllib.core import keys as K
 from ragen_rllib.rl.micro_batches import pack_by_tokens, row_lengths
 from ragen_rllib.rl.schedules import lr_multiplier
 
@@ -96,7 +96,7 @@ def prepare_columns(module, batch: dict[str, torch.Tensor], config, ref_lm=None,
                     on_policy: bool = False, max_tokens: int | None = None) -> dict[str, torch.Tensor]:
     """Write the learner's columns of :data:`~.keys.COLUMNS` into ``batch`` (always all of them).
 
-    ``batch`` columns are ``[B, T]`` tensors on the learner's device (see :mod:`.batch`). The old log-probs'
+    ``batch`` columns are ``[B, T]`` tensors on the learner's device (see :mod:`.driver.batch`). The old log-probs'
     source is chosen here, once: ``old_logprobs="engine"`` -> SAMPLE_LOGPROBS; ``"learner"`` -> recomputed by
     the no-grad pass, except ``on_policy`` (see :func:`needs_forward`), where OLD_IS_CURRENT is 1 and the
     loss takes the current log-probs, detached. REF_LOGPROBS (KL), OLD_VALUES and RETURNS (critic
@@ -109,7 +109,7 @@ def prepare_columns(module, batch: dict[str, torch.Tensor], config, ref_lm=None,
     missing = [key for key in K.LEARNER_INPUTS if key not in batch]
     if missing:
         raise ValueError(f"the learner's batch lacks the columns {missing}: build it with "
-                         "ragen_rllib.algorithms.ragen.batch.build_batch (see keys.COLUMNS)")
+                         "ragen_rllib.algorithms.ragen.driver.batch.build_batch (see keys.COLUMNS)")
     mask = batch[K.LOSS_MASK].float()
     rows = mask.shape[0]
     zeros = torch.zeros_like(mask)

@@ -15,10 +15,10 @@ from ray.rllib.core.learner.torch.torch_learner import TorchLearner
 from ray.rllib.policy.sample_batch import MultiAgentBatch, SampleBatch
 from ray.rllib.utils.annotations import override
 
-from ragen_rllib.algorithms.ragen import keys as K
 from ragen_rllib.algorithms.ragen.estimators import estimator
 from ragen_rllib.algorithms.ragen.memory import learner_token_budget
 from ragen_rllib.algorithms.ragen.ragen_learner import RagenLearner, prepare_columns, select_rows, uses_reference
+from ragen_rllib.core import keys as K
 from ragen_rllib.rl.losses import aggregate, kl_penalty, micro_batch_weights, policy_loss, value_loss
 from ragen_rllib.rl.micro_batches import pack_by_tokens, row_lengths
 

@@ -44,7 +44,7 @@ from ray.rllib.core.rl_module.apis import InferenceOnlyAPI
 from ray.rllib.core.rl_module.torch import TorchRLModule
 from ray.rllib.utils.annotations import override
 
-from ragen_rllib.algorithms.ragen import keys as K
+from ragen_rllib.core import keys as K
 from ragen_rllib.logprobs import chunked_token_logprobs, gather_token_logprobs, masked_token_logprobs
 from ragen_rllib.rl.losses import entropy_from_logits
 from ragen_rllib.shared_prefix import shared_prefix_hidden

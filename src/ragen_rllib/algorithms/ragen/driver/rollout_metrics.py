@@ -9,7 +9,7 @@ import numpy as np
 
 from ragen_rllib.agent import episode as E
 from ragen_rllib.agent.trajectory import Trajectory
-from ragen_rllib.algorithms.ragen import keys as K
+from ragen_rllib.core import keys as K
 
 
 def rollout_metrics(trajectories: Sequence[Trajectory], rollout_seconds: float) -> dict[str, float]:

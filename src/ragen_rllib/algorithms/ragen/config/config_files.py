@@ -28,7 +28,7 @@ from typing import Any
 
 from ray.rllib.algorithms.algorithm_config import AlgorithmConfig
 
-from ragen_rllib.algorithms.ragen.hyperparams import HYPERPARAMS, check_value
+from ragen_rllib.algorithms.ragen.config.hyperparams import HYPERPARAMS, check_value
 
 #: the builder methods a file's sections call, in this order (RLlib's own names and keyword arguments)
 SECTIONS = ("environment", "env_runners", "learners", "rl_module", "training", "evaluation", "fault_tolerance",

@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 import torch
 
 from ragen_rllib.agent.trajectory import Trajectory
-from ragen_rllib.algorithms.ragen import keys as K
+from ragen_rllib.core import keys as K
 from ragen_rllib.rl.diagnostics import reasoning_mutual_information
 
 THINK_END = "</think>"

@@ -8,7 +8,7 @@ import torch
 
 from ragen_rllib.agent import episode as E
 from ragen_rllib.agent.trajectory import Trajectory
-from ragen_rllib.algorithms.ragen import keys as K
+from ragen_rllib.core import keys as K
 from ragen_rllib.rl.filtering import group_scores, select_groups
 
 

@@ -7,8 +7,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from ragen_rllib.agent.trajectory import Trajectory
-from ragen_rllib.algorithms.ragen import keys as K
 from ragen_rllib.algorithms.ragen.estimators import DRIVER, DriverInputs, estimator
+from ragen_rllib.core import keys as K
 
 
 def build_batch(trajectories: Sequence[Trajectory], pad_id: int, *, adv_estimator: str,

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import torch
 
 from ragen_rllib.agent.trajectory import Trajectory
-from ragen_rllib.algorithms.ragen import keys as K
+from ragen_rllib.core import keys as K
 from ragen_rllib.rl.rewards import normalize_scores, overlong_penalty
 
 

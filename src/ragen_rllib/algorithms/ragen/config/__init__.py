@@ -1,0 +1,2 @@
+"""The config plumbing of Ragen: hyperparameters (the one home of each default), algorithm presets, config files
+and dotted key paths."""
