@@ -64,18 +64,17 @@ class RagenHyperparams:
 
     # ---- rollout filtering (StarPO-S; whole groups)
     filter_strategy: str | None = _h(None, (
-        "group filter: None (off) or one of ('top_p', 'top_k', 'top_k_abs', 'min_p') (StarPO-S runs: "
-        "top_p)"))
+        "group filter: None (off) or a strategy (StarPO-S runs: top_p)"))
     filter_value: float = _h(0.9, (
         "the strategy's p / fraction / count (RAGEN's published runs: top_p 0.9; V1: top_k 0.25)"))
-    filter_keep: str = _h('largest', "keep the groups with the ('largest', 'smallest') scores")
+    filter_keep: str = _h('largest', "keep the groups with the largest or the smallest scores")
     filter_top_p_mode: str = _h('linear', (
-        "top_p over the scores themselves or their softmax: one of ('linear', 'softmax')"))
+        "top_p over the scores themselves (linear) or their softmax"))
     filter_include_zero: bool = _h(True, "False: drop groups whose rewards are all equal before the strategy")
     filter_min_std: float = _h(0.0, (
         "with filter_include_zero=False, also drop groups whose in-group reward std is at most this (e.g. 0.5 on "
         "Sokoban: keep groups whose outcomes differ, not those differing by step penalties only; 0: exact ties)"))
-    filter_metric: str = _h('reward_std', "group score: one of ('reward_std', 'reward_mean', 'response_length')")
+    filter_metric: str = _h('reward_std', "the score each group is ranked by")
     filter_loss_scale: bool = _h(False, "scale the loss by the kept ratio of groups")
 
     # ---- DAPO
@@ -88,8 +87,8 @@ class RagenHyperparams:
     overlong_penalty: float = _h(1.0, "DAPO overlong shaping: the penalty at max_response_tokens")
 
     # ---- reward normalisation (trajectory scores, before the advantages)
-    reward_norm: str = _h('identity', "score normalisation: one of ('identity', 'mean', 'mean_std')")
-    reward_norm_scope: str = _h('group', "normalise per: one of ('group', 'batch')")
+    reward_norm: str = _h('identity', "normalisation of the trajectory scores")
+    reward_norm_scope: str = _h('group', "the scores normalised together")
 
     # ---- diagnostics
     mi_interval: int | None = _h(None, (
@@ -109,8 +108,7 @@ class RagenHyperparams:
 
     # ---- advantages and loss
     adv_estimator: str = _h('gae', (
-        "advantage estimator: one of ('gae', 'bi_level_gae', 'grpo', 'dr_grpo', 'rloo', "
-        "'reinforce_plus_plus', 'reinforce_plus_plus_baseline', 'gigpo')"))
+        "advantage estimator (the estimator table, algorithms/ragen/estimators.py, says where each runs)"))
     lambda_: float = _h(1.0, "GAE lambda (RAGEN: 1.0)")
     high_level_gamma: float = _h(0.95, "bi-level GAE: discount between turns (RAGEN: 0.95)")
     grpo_norm_by_std: bool = _h(True, "GRPO divides by the in-group reward std (False: Dr. GRPO)")
@@ -128,8 +126,8 @@ class RagenHyperparams:
     use_kl_in_reward: bool = _h(False, (
         "subtract kl_coeff x per-token KL to the reference from the token rewards (gae)"))
     kl_coeff: float = _h(0.001, "KL coefficient (as a loss, or in the reward)")
-    kl_type: str = _h('k3', "KL estimator: k1 | k2 | k3 | abs")
-    loss_agg_mode: str = _h('token-mean', "loss aggregation: token-mean | seq-mean-token-mean | seq-mean-token-sum")
+    kl_type: str = _h('k3', "KL estimator")
+    loss_agg_mode: str = _h('token-mean', "how token losses become one loss")
     micro_batch_size: int = _h(8, (
         "at most this many trajectories per forward/backward pass; gradients accumulate over a minibatch (verl's "
         "ppo_micro_batch_size_per_gpu); max_tokens_per_micro_batch also bounds each pass"))
@@ -144,7 +142,7 @@ class RagenHyperparams:
         "memory. None: 40% of the machine's RAM split over its CPU learners (a 24 GiB machine: 9.6 GiB), or 90% "
         "of the GPU's memory"))
     lr_warmup_steps: int = _h(0, "linear learning-rate warm-up over this many training steps (actor and critic)")
-    lr_decay: str = _h('constant', "learning-rate decay after the warm-up: one of ('constant', 'linear', 'cosine')")
+    lr_decay: str = _h('constant', "learning-rate decay after the warm-up")
     lr_decay_steps: int | None = _h(None, (
         "training step at which a linear/cosine decay reaches lr_min_ratio x lr (counted from step 0, "
         "warm-up included)"))
@@ -155,8 +153,7 @@ class RagenHyperparams:
 
     # ---- generation engine on env runners
     engine: str = _h('auto', (
-        "generation engine of env runners: one of ('auto', 'vllm', 'hf') (auto: vLLM if importable, else "
-        "HF)"))
+        "generation engine of env runners (auto: vLLM if importable, else HF)"))
     engine_kwargs: dict[str, Any] = _h({}, (
         "extra keyword arguments of the engine (e.g. kv_cache_gib, gpu_memory_utilization)"))
 
@@ -170,7 +167,7 @@ class RagenHyperparams:
         "an env reset or step running longer ends its episode as an env error (the runner replaces the env); "
         "None: no limit"))
     on_runner_failure: str = _h('resample', (
-        "the groups of an env runner that died mid-sample: one of ('resample', 'train_on_rest') ('resample': "
+        "the groups of an env runner that died mid-sample ('resample': "
         "sampled again on the healthy runners in the same iteration; either way env_runners/groups_lost counts "
         "them)"))
 
@@ -213,9 +210,16 @@ def _default(f: Field) -> Any:
     return f.default_factory() if f.default is MISSING else f.default  # type: ignore[misc]
 
 
+def _meaning(f: Field) -> str:
+    """The declared meaning, plus the allowed values of an enumerated key (from :data:`CHOICES`, never typed twice)."""
+    text = f.metadata["meaning"]
+    if f.name in CHOICES:
+        text += "; one of " + ", ".join(map(repr, CHOICES[f.name]))
+    return text
+
+
 #: name -> (default, meaning), in declaration order (docs, the CLI and tests read this view).
-HYPERPARAMS: dict[str, tuple[Any, str]] = {f.name: (_default(f), f.metadata["meaning"])
-                                           for f in fields(RagenHyperparams)}
+HYPERPARAMS: dict[str, tuple[Any, str]] = {f.name: (_default(f), _meaning(f)) for f in fields(RagenHyperparams)}
 #: name -> declared type (resolved annotations)
 TYPES: dict[str, Any] = typing.get_type_hints(RagenHyperparams)
 
