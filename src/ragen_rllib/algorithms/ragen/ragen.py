@@ -281,6 +281,7 @@ class Ragen(Algorithm):
         # learner's current weights in its engine, under the current weights_seq_no, before it samples.
         restored = env_runner_group.probe_unhealthy_env_runners()
         if restored:
+            # the counter RLlib's own restore_env_runners keeps (Algorithm has no public way to add to it)
             self._counters["total_num_restored_workers"] += len(restored)
             got = self._push_weights(self._weights_seq_no, restored)
             if any(g != self._weights_seq_no for g in got):

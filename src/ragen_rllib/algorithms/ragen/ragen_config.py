@@ -222,6 +222,8 @@ class RagenConfig(AlgorithmConfig, RagenHyperparams):
     # ------------------------------------------------------------------ validation
     @override(AlgorithmConfig)
     def validate(self) -> None:
+        # Every failure below goes through AlgorithmConfig._value_error, RLlib's own way to fail validate() (a
+        # ValueError, or a warning where the user set experimental(_validate_config=False)); it has no public name.
         super().validate()
         self._validate_ragen()
 
@@ -292,39 +294,10 @@ class RagenConfig(AlgorithmConfig, RagenHyperparams):
             self._value_error(f"RagenConfig: {err}")
 
     def _validate_env(self) -> None:
-        """Env modules import, every env resolves, tags parse, and groups split over the runners: here, before
-        any runner tries (see :mod:`ragen_rllib.core.env_tags` and :mod:`ragen_rllib.envs.loading`)."""
-        from ragen_rllib.core.env_tags import split_groups
-        from ragen_rllib.envs.loading import check_env_config, import_env_modules, unregistered_in_runners
+        from ragen_rllib.algorithms.ragen.config.env_checks import check_envs
 
         try:
-            import_env_modules(self.env_modules)
-            if self.env is None and not self.env_tags:
-                raise ValueError("env=None: name an env with .environment('ragen/FrozenLake-v0') or env_tags")
-            train, val = self.train_tags, self.val_tags
-            for tag in (*train, *val):
-                check_env_config(tag.env, tag.env_config)
-            remote = self.num_env_runners > 0  # a local runner (0) shares the driver's gymnasium registry
-            local = unregistered_in_runners([t.env for t in (*train, *val)], self.env_modules) if remote else []
-            if local:
-                raise ValueError(
-                    f"env {local[0]!r} is registered in this process only (gymnasium.register in your script?): the "
-                    "env runners are processes of their own that import ragen_rllib's envs and "
-                    f"environment.env_modules={self.env_modules} only, so they could not make it. Fix: move the "
-                    "register call into a module and name it in environment.env_modules (ship it to remote runners "
-                    f"with Ray's runtime_env py_modules or working_dir), or give env='your_module:{local[0]}'")
-            if self.env_tags and sum(t.groups for t in train) != self.env_groups:
-                raise ValueError(f"env_groups={self.env_groups} disagrees with the env_tags' groups "
-                                 f"({' + '.join(str(t.groups) for t in train)} = {sum(t.groups for t in train)}): "
-                                 "drop env_groups (env_tags set it) or change the tags' groups")
-            runners = max(self.num_env_runners, 1)
-            for key, tags in (("env_tags" if self.env_tags else f"env_groups={self.env_groups}", train),
-                              ("val_env_tags" if self.val_env_tags else f"val_env_groups={self.val_env_groups}",
-                               val)):
-                try:
-                    split_groups(tags, runners)
-                except ValueError as err:
-                    raise ValueError(f"{key}: {err}") from None
+            check_envs(self)
         except ValueError as err:
             self._value_error(f"RagenConfig: {err}")
 

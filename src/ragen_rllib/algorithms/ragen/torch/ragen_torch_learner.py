@@ -50,13 +50,13 @@ class RagenTorchLearner(RagenLearner, TorchLearner):
         self._token_budgets: dict[str, int] = {}
         for module_id, module in self.module.items():
             cfg = self.config.get_config_for_module(module_id)
-            budget, text = learner_token_budget(module.unwrapped(), cfg, self._device, module_id in self._ref_lms)
+            budget, text = learner_token_budget(module.unwrapped(), cfg, self.device, module_id in self._ref_lms)
             self._token_budgets[module_id] = budget
             logger.info("module %s: %d tokens per micro-batch (%s)", module_id, budget, text)
 
     @override(TorchLearner)
     def configure_optimizers_for_module(self, module_id: str, config=None) -> None:
-        module = self._module[module_id]
+        module = self.module[module_id]
         actor = [p for p in module.lm.parameters() if p.requires_grad]
         self.register_optimizer(module_id=module_id, optimizer_name=ACTOR, optimizer=adamw(actor),
                                 params=actor, lr_or_lr_schedule=config.lr)
@@ -72,7 +72,7 @@ class RagenTorchLearner(RagenLearner, TorchLearner):
         for module_id, sb in batch.policy_batches.items():
             module = self.module[module_id].unwrapped()
             on_policy = num_epochs == 1 and (minibatch_size is None or minibatch_size >= len(sb))
-            cols = {k: torch.as_tensor(np.asarray(v)).to(self._device) for k, v in sb.items()}
+            cols = {k: torch.as_tensor(np.asarray(v)).to(self.device) for k, v in sb.items()}
             cols = prepare_columns(module, cols, self.config.get_config_for_module(module_id),
                                    ref_lm=self._ref_lms.get(module_id), on_policy=on_policy,
                                    max_tokens=self._token_budgets.get(module_id))
@@ -80,6 +80,11 @@ class RagenTorchLearner(RagenLearner, TorchLearner):
         return MultiAgentBatch(out, env_steps=batch.env_steps())
 
     # ------------------------------------------------------------------ one minibatch: micro-batched
+
+    def _zero_grads(self) -> None:
+        for module_id in self.module.keys():
+            for _, optim in self.get_optimizers_for_module(module_id):
+                optim.zero_grad(set_to_none=True)
     @override(TorchLearner)
     def _uncompiled_update(self, batch: dict, **kwargs):
         """Like ``TorchLearner._uncompiled_update``, with the forward/backward split into micro-batches.
@@ -92,7 +97,8 @@ class RagenTorchLearner(RagenLearner, TorchLearner):
         are the weighted sums. A NaN or inf anywhere in the accumulated gradient skips the optimizer step
         (counted as ``skipped_updates``).
         """
-        self._compute_off_policyness(batch)  # what TorchLearner._uncompiled_update logs first
+        # _compute_off_policyness: what TorchLearner._uncompiled_update logs first (RLlib has no public name for it)
+        self._compute_off_policyness(batch)
         plans = {}
         for mid, cols in batch.items():
             cfg = self.config.get_config_for_module(mid)
@@ -105,8 +111,7 @@ class RagenTorchLearner(RagenLearner, TorchLearner):
             self.metrics.log_value((mid, K.MICRO_BATCH_TOKENS), float(self._token_budgets.get(mid, 0)), window=1)
             self.metrics.log_value((mid, K.MICRO_BATCHES), float(len(parts)), window=1)
         steps = max(len(plan) for plan in plans.values())
-        for optim in self._optimizer_parameters:
-            optim.zero_grad(set_to_none=True)
+        self._zero_grads()
         self._micro_metrics = defaultdict(float)
         loss_per_module: dict[str, torch.Tensor] = {}
         fwd_out: dict[str, Any] = {}
@@ -131,13 +136,13 @@ class RagenTorchLearner(RagenLearner, TorchLearner):
                 loss_per_module[mid] = loss_per_module.get(mid, 0.0) + loss.detach()
         for (mid, key), value in self._micro_metrics.items():
             self.metrics.log_value((mid, key), value, window=1)
-        gradients = {pid: p.grad for pid, p in self._params.items() if p.grad is not None}
+        gradients = {self.get_param_ref(p): p.grad for mod in self.module.values() for p in self.get_parameters(mod)
+                     if p.grad is not None}
         finite = all_finite(gradients.values())  # all-reduced already under DDP: every learner agrees
         for mid in batch:
             self.metrics.log_value((mid, K.SKIPPED_UPDATES), float(not finite), reduce="sum")
         if not finite:  # a NaN or inf loss or gradient: skip this optimizer step, keep the weights
-            for optim in self._optimizer_parameters:
-                optim.zero_grad(set_to_none=True)
+            self._zero_grads()
             return fwd_out, loss_per_module, {}
         with contextlib.ExitStack() as stack:
             if self.config.num_learners > 1:
