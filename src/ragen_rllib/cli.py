@@ -50,22 +50,11 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 def _cmd_eval(args: argparse.Namespace) -> int:
     import json
-    import tempfile
 
-    from ragen_rllib import RagenConfig
-    from ragen_rllib.envs.loading import import_env_modules
-    from ragen_rllib.evaluation import eval_envs, evaluate, export_checkpoint, is_checkpoint
+    from ragen_rllib.evaluation import evaluate_run
 
-    config = RagenConfig.from_yaml(args.config, args.overrides)
-    if config.env is None and not config.env_tags:
-        raise ValueError(f"--config {args.config} names no environment (environment.env or environment.env_tags)")
-    import_env_modules(config.env_modules)
-    envs = eval_envs(config)
-    with tempfile.TemporaryDirectory(prefix="ragen-eval-") as tmp:
-        model = str(export_checkpoint(args.model, tmp)) if is_checkpoint(args.model) else args.model
-        report = evaluate(model, envs, args.episodes, args.k, config.agent_config(),
-                          temperature=config.val_temperature, seed=config.val_seed, engine=args.engine,
-                          out_jsonl=args.out)
+    report = evaluate_run(args.model, args.config, args.overrides, episodes=args.episodes, samples=args.k,
+                          engine=args.engine, out_jsonl=args.out)
     print(json.dumps(report, indent=2))
     if args.out:
         print(f"trajectories written to {args.out}")

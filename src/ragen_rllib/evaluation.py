@@ -67,23 +67,37 @@ def export_checkpoint(checkpoint: str | Path, out: str | Path) -> Path:
     return out
 
 
+def evaluate_run(model: str | Path, config_path: str | Path, overrides: Sequence[str] = (), *, episodes: int,
+                 samples: int, engine: str = "auto", out_jsonl: str | Path | None = None) -> dict:
+    """``ragen-rllib eval``: roll ``model`` (a checkpoint, exported to a temp dir first, or any model name) out on
+    the validation envs of the config file, at its validation temperature and seeds; the report of
+    :func:`evaluate`."""
+    import tempfile
+
+    from ragen_rllib.algorithms.ragen.ragen_config import RagenConfig
+    from ragen_rllib.envs.loading import import_env_modules
+
+    config = RagenConfig.from_yaml(config_path, list(overrides))
+    if config.env is None and not config.env_tags:
+        raise ValueError(f"--config {config_path} names no environment (environment.env or environment.env_tags)")
+    import_env_modules(config.env_modules)
+    envs = eval_envs(config)
+    with tempfile.TemporaryDirectory(prefix="ragen-eval-") as tmp:
+        source = str(export_checkpoint(model, tmp)) if is_checkpoint(model) else str(model)
+        return evaluate(source, envs, episodes, samples, config.agent_config(), temperature=config.val_temperature,
+                        seed=config.val_seed, engine=engine, out_jsonl=out_jsonl)
+
+
 def evaluate(model: str | Path, envs: Sequence[EvalEnv], episodes: int, samples: int, agent_cfg, *,
              temperature: float = 0.5, seed: int = 123, engine: str = "auto",
              out_jsonl: str | Path | None = None) -> dict[str, dict[str, float]]:
     """Per env tag: success, return, valid-action rate, pass@k for k = 1..samples (+ an ``all`` row)."""
-    from transformers import AutoTokenizer
-
-    from ragen_rllib.agent.chat_format import ChatFormat
-    from ragen_rllib.agent.prompts import generation_prefill
     from ragen_rllib.agent.rollout import rollout
     from ragen_rllib.engines.base import SamplingConfig
-    from ragen_rllib.engines.factory import make_engine
     from ragen_rllib.envs.loading import make_env
-    from ragen_rllib.models.registry import resolve_model
+    from ragen_rllib.models.serving import engine_and_chat
 
-    model = str(resolve_model(str(model)))
-    gen = make_engine(engine, model, max_model_len=agent_cfg.max_model_len)  # the HF engine ignores the length
-    chat = ChatFormat(AutoTokenizer.from_pretrained(model), prefill=generation_prefill(agent_cfg))
+    gen, chat = engine_and_chat(str(model), agent_cfg, engine)
     report, lines = {}, []
     try:
         for spec in envs:

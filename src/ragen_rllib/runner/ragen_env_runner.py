@@ -27,8 +27,6 @@ from ray.rllib.utils.metrics import (
 )
 
 import ragen_rllib.envs  # noqa: F401  (registers the built-in envs in this process)
-from ragen_rllib.agent.chat_format import ChatFormat
-from ragen_rllib.agent.prompts import generation_prefill
 from ragen_rllib.agent.rollout import rollout
 from ragen_rllib.agent.trajectory import Trajectory
 from ragen_rllib.core.env_tags import split_groups, train_seed, val_seed
@@ -68,23 +66,17 @@ class RagenEnvRunner(EnvRunner):
 
     # ------------------------------------------------------------------ set-up
     def _build_engine(self) -> None:
-        from transformers import AutoTokenizer
+        from ragen_rllib.engines.factory import vllm_available
+        from ragen_rllib.models.serving import engine_and_chat
 
-        from ragen_rllib.engines.factory import make_engine, vllm_available
-        from ragen_rllib.models.registry import resolve_model
-
-        model = resolve_model(self.config.model_name)
         mc = self.config.model_config or {}
         # "auto" reaches the engine, which resolves it on its own device like the learner's module does.
         kwargs = {"dtype": mc.get("dtype", "auto"), **dict(self.config.engine_kwargs or {})}
-        if self.config.engine == "vllm" or (self.config.engine == "auto" and vllm_available()):
-            kwargs.setdefault("max_model_len", self.agent_cfg.max_model_len)  # vLLM places itself on its GPU
-        else:
-            kwargs.setdefault("device", engine_device(self.config.num_gpus_per_env_runner))
+        if not (self.config.engine == "vllm" or (self.config.engine == "auto" and vllm_available())):
+            kwargs.setdefault("device", engine_device(self.config.num_gpus_per_env_runner))  # vLLM places itself
         if not self.config.num_gpus_per_env_runner:
             kwargs.setdefault("num_threads", engine_threads(self.config.num_cpus_per_env_runner))
-        self.engine = make_engine(self.config.engine, model, **kwargs)
-        self.chat = ChatFormat(AutoTokenizer.from_pretrained(model), prefill=generation_prefill(self.agent_cfg))
+        self.engine, self.chat = engine_and_chat(self.config.model_name, self.agent_cfg, self.config.engine, **kwargs)
 
     # ------------------------------------------------------------------ sampling
     def _make_env(self, slot) -> gym.Env:
