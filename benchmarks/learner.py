@@ -71,7 +71,7 @@ def real_batch(model: str, args):
     trajectories = runner.sample(step=0)
     runner.stop()
     tok = AutoTokenizer.from_pretrained(resolve_model(model))
-    batch = build_batch(trajectories, tok.pad_token_id, adv_estimator="grpo")
+    batch = build_batch(trajectories, tok.pad_token_id, config=RagenConfig().training(adv_estimator="grpo"))
     return config, batch, padding_fraction(batch)
 
 

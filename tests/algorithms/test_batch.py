@@ -3,10 +3,16 @@
 import numpy as np
 import pytest
 
+from ragen_rllib import RagenConfig
 from ragen_rllib.agent.trajectory import Trajectory
 from ragen_rllib.agent.transcript import Sample
 from ragen_rllib.algorithms.ragen.driver.batch import build_batch
 from ragen_rllib.core import keys as K
+
+
+def est(**settings):
+    """A config naming the estimator and its settings (the defaults live in RagenConfig only)."""
+    return RagenConfig().training(**settings)
 
 
 def traj(group: int, states: list[str], rewards: list[float]) -> Trajectory:
@@ -24,11 +30,12 @@ def traj(group: int, states: list[str], rewards: list[float]) -> Trajectory:
 
 def test_gigpo_advantages_land_on_each_turns_tokens():
     trajectories = [traj(0, ["s0", "s1"], [0.0, 1.0]), traj(0, ["s0", "s2"], [0.0, 0.0])]
-    batch = build_batch(trajectories, pad_id=0, adv_estimator="gigpo", grpo_norm_by_std=False, gigpo_gamma=0.5)
+    batch = build_batch(trajectories, pad_id=0,
+                        config=est(adv_estimator="gigpo", grpo_norm_by_std=False, gigpo_gamma=0.5))
     # episode level: +0.5 / -0.5; step level: state s0 returns 0.5 vs 0 -> +0.25 / -0.25, s1 and s2 alone -> 0.
     expected = np.array([[0, 0.75, 0.75, 0, 0.5, 0.5, 0], [0, -0.75, -0.75, 0, -0.5, -0.5, 0]], dtype=np.float32)
     np.testing.assert_allclose(batch[K.ADVANTAGES], expected, atol=1e-6)
-    grpo = build_batch(trajectories, pad_id=0, adv_estimator="grpo", grpo_norm_by_std=False)
+    grpo = build_batch(trajectories, pad_id=0, config=est(adv_estimator="grpo", grpo_norm_by_std=False))
     np.testing.assert_allclose(grpo[K.ADVANTAGES], np.sign(expected) * 0.5, atol=1e-6)
 
 
@@ -36,7 +43,7 @@ def test_gigpo_refuses_untrained_turns():
     broken = traj(0, ["s0", "s1"], [0.0, 1.0])
     broken.turn_states.append("s9")  # a turn the samples never trained
     with pytest.raises(ValueError, match="every turn must be trained"):
-        build_batch([broken, traj(0, ["s0"], [0.0])], pad_id=0, adv_estimator="gigpo")
+        build_batch([broken, traj(0, ["s0"], [0.0])], pad_id=0, config=est(adv_estimator="gigpo"))
 
 
 @pytest.mark.parametrize("estimator, expected", [
@@ -46,14 +53,14 @@ def test_gigpo_refuses_untrained_turns():
 ])
 def test_group_estimators_per_trajectory(estimator, expected):
     trajectories = [traj(0, ["a"], [1.0]), traj(0, ["b"], [0.0]), traj(1, ["c"], [3.0])]
-    batch = build_batch(trajectories, pad_id=0, adv_estimator=estimator)
+    batch = build_batch(trajectories, pad_id=0, config=est(adv_estimator=estimator))
     np.testing.assert_allclose(batch[K.ADVANTAGES][:, 1], expected, rtol=1e-5)
     assert np.all(batch[K.ADVANTAGES][batch[K.LOSS_MASK] == 0] == 0)
 
 
 def test_reinforce_plus_plus_whitens_discounted_returns_over_the_batch():
     trajectories = [traj(0, ["a", "b"], [0.0, 1.0]), traj(1, ["c"], [0.0])]
-    batch = build_batch(trajectories, pad_id=0, adv_estimator="reinforce_plus_plus", gamma=0.5)
+    batch = build_batch(trajectories, pad_id=0, config=est(adv_estimator="reinforce_plus_plus", gamma=0.5))
     # trained tokens (row 0: 4 tokens, row 1: 2): returns-to-go with gamma .5 per token from the reward 1
     # on row 0's last trained token: .125 .25 .5 1 and 0 0; then whitened over those six tokens
     raw = np.array([0.125, 0.25, 0.5, 1.0, 0.0, 0.0])
@@ -61,7 +68,8 @@ def test_reinforce_plus_plus_whitens_discounted_returns_over_the_batch():
     got = np.concatenate([batch[K.ADVANTAGES][0][batch[K.LOSS_MASK][0] > 0],
                           batch[K.ADVANTAGES][1][batch[K.LOSS_MASK][1] > 0]])
     np.testing.assert_allclose(got, white, rtol=1e-5)
-    base = build_batch(trajectories + [traj(1, ["d"], [1.0])], pad_id=0, adv_estimator="reinforce_plus_plus_baseline")
+    base = build_batch(trajectories + [traj(1, ["d"], [1.0])], pad_id=0,
+                       config=est(adv_estimator="reinforce_plus_plus_baseline"))
     # minus the group mean: row 0 -> 0 (alone in group 0), rows 1, 2 -> -.5, +.5; whitened over all tokens
     assert base[K.ADVANTAGES][1, 1] < 0 < base[K.ADVANTAGES][2, 1]
     assert abs(base[K.ADVANTAGES][base[K.LOSS_MASK] > 0].mean()) < 1e-6
@@ -77,12 +85,12 @@ def test_group_statistics_count_each_episode_once_in_per_turn_modes():
         per_turn.append(Sample(input_ids=full.input_ids, loss_mask=mask, logprobs=[-0.5 * m for m in mask],
                                turn_ends=[end], turn_rewards=[full.turn_rewards[k]], turn_numbers=[k]))
     two_turns.samples = per_turn
-    batch = build_batch([two_turns, traj(0, ["c"], [0.0])], pad_id=0, adv_estimator="dr_grpo")
+    batch = build_batch([two_turns, traj(0, ["c"], [0.0])], pad_id=0, config=est(adv_estimator="dr_grpo"))
     assert batch[K.EPISODE_IDS].tolist() == [0, 0, 1]
     # episodes score 1 and 0 -> +-0.5 (counting the two-sample episode twice would give mean 2/3)
     assert [batch[K.ADVANTAGES][r][batch[K.LOSS_MASK][r] > 0][0] for r in range(3)] == [0.5, 0.5, -0.5]
-    gigpo = build_batch([two_turns, traj(0, ["a"], [0.0])], pad_id=0, adv_estimator="gigpo", grpo_norm_by_std=False,
-                        gigpo_gamma=1.0)
+    gigpo = build_batch([two_turns, traj(0, ["a"], [0.0])], pad_id=0,
+                        config=est(adv_estimator="gigpo", grpo_norm_by_std=False, gigpo_gamma=1.0))
     # episode +-0.5; anchor "a": returns 1 and 0 -> +-0.5; turn "b" alone -> 0
     assert [gigpo[K.ADVANTAGES][r][gigpo[K.LOSS_MASK][r] > 0][0] for r in range(3)] == [1.0, 0.5, -1.0]
 
@@ -96,13 +104,13 @@ def test_engine_logprobs_that_the_engine_never_returned_fail_loudly():
     blind.extend([1, 2], trained=True, logprobs=None)  # an engine without log-probs
     lost = Trajectory(env_id="ragen/Bandit-v0", group_id=0, seed=0, samples=[blind], score=1.0, turn_states=["s"])
     others = [traj(0, ["s"], [0.0])]
-    build_batch([lost, *others], pad_id=0, adv_estimator="grpo")  # fine when the learner recomputes them
+    build_batch([lost, *others], pad_id=0, config=est(adv_estimator="grpo"))  # fine when the learner recomputes them
     with pytest.raises(ValueError, match="old_logprobs='engine'.*returned none.*old_logprobs='learner'"):
-        build_batch([lost, *others], pad_id=0, adv_estimator="grpo", require_sample_logprobs=True)
+        build_batch([lost, *others], pad_id=0, config=est(adv_estimator="grpo", old_logprobs="engine"))
 
 
 def test_the_driver_writes_every_column_the_learner_needs():
-    batch = build_batch([traj(0, ["s"], [1.0]), traj(0, ["s"], [0.0])], pad_id=0, adv_estimator="gae")
+    batch = build_batch([traj(0, ["s"], [1.0]), traj(0, ["s"], [0.0])], pad_id=0, config=est(adv_estimator="gae"))
     assert set(K.LEARNER_INPUTS) <= set(batch)
     assert batch[K.ADVANTAGES].shape == batch[K.LOSS_MASK].shape and not batch[K.ADVANTAGES].any()  # learner's job
     assert batch[K.LOSS_SCALE].tolist() == [1.0, 1.0] and batch[K.MICRO_WEIGHT].tolist() == [1.0, 1.0]

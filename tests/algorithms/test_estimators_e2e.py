@@ -14,6 +14,7 @@ import torch
 from ray.rllib.core import DEFAULT_MODULE_ID
 from ray.rllib.policy.sample_batch import MultiAgentBatch, SampleBatch
 
+from ragen_rllib import RagenConfig
 from ragen_rllib.algorithms.ragen.config.hyperparams import ADV_ESTIMATORS
 from ragen_rllib.algorithms.ragen.config.presets import PRESETS
 from ragen_rllib.algorithms.ragen.driver.batch import build_batch
@@ -47,8 +48,7 @@ def one_update(config, trajectories):
     from ragen_rllib.models.registry import resolve_model
 
     pad = AutoTokenizer.from_pretrained(resolve_model("tiny:nano")).pad_token_id
-    batch = build_batch(trajectories, pad, adv_estimator=config.adv_estimator, gigpo_gamma=config.gigpo_gamma,
-                        gamma=config.gamma)
+    batch = build_batch(trajectories, pad, config=config)
     space = text_space()
     learner = config.build_learner(spaces={DEFAULT_MODULE_ID: (space, space)})
     module = learner.module[DEFAULT_MODULE_ID].unwrapped()
@@ -157,7 +157,7 @@ def test_per_turn_context_modes_train_each_turn_once_per_episode(tiny_config, mo
         assert all(len(s.turn_numbers) == 1 for s in t.samples)  # one trained (last assistant) turn per sample
     for i, t in enumerate(trajectories):
         t.score = float(i % 2)  # vary the rewards so GRPO has something to normalise
-    batch = build_batch(trajectories, pad_id=0, adv_estimator="dr_grpo")
+    batch = build_batch(trajectories, pad_id=0, config=RagenConfig().training(adv_estimator="dr_grpo"))
     episodes = batch[K.EPISODE_IDS]
     assert sorted(set(episodes.tolist())) == list(range(len(trajectories)))
     assert len(episodes) == sum(len(t.samples) for t in trajectories)
@@ -182,7 +182,7 @@ def test_lr_schedule_scales_the_update_of_each_training_step(tiny_config, sample
                          lr_decay="linear", lr_decay_steps=6)
     config.validate()
     pad = AutoTokenizer.from_pretrained(resolve_model("tiny:nano")).pad_token_id
-    batch = build_batch(sampled, pad, adv_estimator="grpo")
+    batch = build_batch(sampled, pad, config=RagenConfig().training(adv_estimator="grpo"))
     space = text_space()
     learner = config.build_learner(spaces={DEFAULT_MODULE_ID: (space, space)})
     lm = learner.module[DEFAULT_MODULE_ID].unwrapped().lm

@@ -11,6 +11,7 @@ import torch
 from ray.rllib.core import ALL_MODULES, DEFAULT_MODULE_ID
 from ray.rllib.utils.test_utils import check_train_results_new_api_stack
 
+from ragen_rllib import RagenConfig
 from ragen_rllib.algorithms.ragen.driver.batch import build_batch
 from ragen_rllib.core import keys as K
 
@@ -107,7 +108,7 @@ def test_one_runner_local_learner_trains_syncs_weights_and_trains_on_the_sampled
         # exact tokens: the learner's batch holds the engine's sampled ids under the loss mask, and the
         # learner's recomputed log-probs of them match the engine's sampling log-probs (temperature 1)
         trajectories = runner_calls(algo, lambda r: r.sample(step=5))[0]
-        batch = build_batch(trajectories, algo._pad_id, adv_estimator="gae")
+        batch = build_batch(trajectories, algo._pad_id, config=RagenConfig().training(adv_estimator="gae"))
         learner = algo.learner_group._learner
         cols = {k: torch.as_tensor(v) for k, v in batch.items()}
         from ragen_rllib.algorithms.ragen.ragen_learner import prepare_columns
@@ -192,7 +193,8 @@ def sampling_gap(trajectories, weights, pad_id, temperature):
 
     model = AutoModelForCausalLM.from_pretrained(resolve_model("tiny:nano"), torch_dtype=torch.float32)
     model.load_state_dict(weights)
-    batch = build_batch(trajectories, pad_id, adv_estimator="grpo", require_sample_logprobs=True)
+    settings = RagenConfig().training(adv_estimator="grpo", old_logprobs="engine")
+    batch = build_batch(trajectories, pad_id, config=settings)
     ids, mask = torch.as_tensor(batch[K.INPUT_IDS]), torch.as_tensor(batch[K.LOSS_MASK]) > 0
     with torch.no_grad():
         logps = gather_token_logprobs(model(input_ids=ids).logits, ids, temperature)  # right padding: no effect

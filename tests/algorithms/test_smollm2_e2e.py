@@ -15,6 +15,7 @@ import pytest
 import torch
 from ray.rllib.core import DEFAULT_MODULE_ID
 
+from ragen_rllib import RagenConfig
 from ragen_rllib.algorithms.ragen.driver.batch import build_batch
 from ragen_rllib.core import keys as K
 
@@ -94,7 +95,8 @@ def test_smollm2_one_iteration_exact_tokens_engine_equals_learner_lora_sync_and_
         # exact tokens on the real vocabulary: the trained ids are the sampled ids (never re-encoded), and the
         # learner's log-probs of them equal the engine's sampling log-probs (temperature 1)
         trajectories = algo.env_runner_group.foreach_env_runner(lambda r: r.sample(step=3), local_env_runner=False)[0]
-        batch = build_batch(trajectories, tok.pad_token_id, adv_estimator="grpo", require_sample_logprobs=True)
+        settings = RagenConfig().training(adv_estimator="grpo", old_logprobs="engine")
+        batch = build_batch(trajectories, tok.pad_token_id, config=settings)
         module = algo.learner_group._learner.module[DEFAULT_MODULE_ID].unwrapped()
         ids = torch.as_tensor(batch[K.INPUT_IDS])
         with torch.no_grad():

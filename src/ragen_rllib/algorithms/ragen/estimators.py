@@ -38,15 +38,12 @@ DRIVER, LEARNER = "driver", "learner"
 @dataclass(frozen=True)
 class DriverInputs:
     """What a driver estimator sees: the numpy batch columns (:mod:`~ragen_rllib.core.keys`), the (trajectory,
-    sample) pair of each row, the batch's turn width and the estimator settings of the config."""
+    sample) pair of each row, the batch's turn width and the Ragen config (its settings, as learner rows get)."""
 
     cols: dict[str, np.ndarray]
     rows: list[tuple[Any, Any]]
     turns: int
-    grpo_norm_by_std: bool = True
-    gigpo_gamma: float = 0.95
-    gigpo_step_weight: float = 1.0
-    gamma: float = 1.0
+    config: Any
 
     @property
     def mask(self) -> torch.Tensor:
@@ -87,6 +84,8 @@ class Estimator:
         compute: driver: ``(DriverInputs) -> [B, T] advantages``; learner: ``(LearnerInputs) -> ([B, T]
             advantages, [B, T] returns)``. Both 0 off the loss mask.
         meaning: one line for the docs and error messages.
+        token_rewards: works on per-token rewards, so a KL penalty can go into them (``use_kl_in_reward``).
+        check: the row's own setting checks: ``config -> (key, fix)`` or None when the settings fit.
     """
 
     where: str
@@ -94,12 +93,32 @@ class Estimator:
     groups: bool
     compute: Callable[..., Any]
     meaning: str
+    token_rewards: bool = False
+    check: Callable[[Any], tuple[str, str] | None] | None = None
+
+
+def problems(name: str, config) -> list[tuple[str, str]]:
+    """``(key, fix)`` for every setting of ``config`` that the estimator ``name`` cannot run with: what its row
+    says (groups need ``group_size >= 2``; only rows with token rewards take ``use_kl_in_reward``) and the row's
+    own ``check``. ``validate()`` reports them; nothing else branches on estimator names."""
+    row = estimator(name)
+    found = []
+    if row.groups and config.group_size < 2:
+        found.append(("group_size", f"adv_estimator={name!r} compares trajectories within a group: use "
+                                    "group_size >= 2 (RAGEN: 16)"))
+    if config.use_kl_in_reward and not row.token_rewards:
+        found.append(("use_kl_in_reward", f"a KL penalty in the reward needs token-level rewards, which "
+                                          f"adv_estimator={name!r} does not use: use use_kl_loss=True instead"))
+    if row.check is not None and (own := row.check(config)) is not None:
+        found.append(own)
+    return found
 
 
 # ---------------------------------------------------------------------------- driver rows
 def _grpo(inp: DriverInputs, *, std: bool) -> torch.Tensor:
     scores, groups = inp.per_episode()
-    return broadcast_to_tokens(grpo(scores, groups, norm_by_std=std and inp.grpo_norm_by_std)[inp.episode], inp.mask)
+    adv = grpo(scores, groups, norm_by_std=std and inp.config.grpo_norm_by_std)
+    return broadcast_to_tokens(adv[inp.episode], inp.mask)
 
 
 def _rloo(inp: DriverInputs) -> torch.Tensor:
@@ -111,7 +130,7 @@ def _reinforce_pp(inp: DriverInputs) -> torch.Tensor:
     mask = inp.mask
     rewards = token_rewards(torch.as_tensor(inp.cols[K.SCORES]).double(), torch.as_tensor(inp.cols[K.LAST_INDEX]),
                             mask.shape[1])
-    return reinforce_pp(rewards, mask, gamma=inp.gamma)
+    return reinforce_pp(rewards, mask, gamma=inp.config.gamma)
 
 
 def _reinforce_pp_baseline(inp: DriverInputs) -> torch.Tensor:
@@ -122,8 +141,9 @@ def _reinforce_pp_baseline(inp: DriverInputs) -> torch.Tensor:
 
 
 def _gigpo(inp: DriverInputs) -> torch.Tensor:
-    turn_adv = gigpo_turn_advantages(inp.rows, inp.turns, gamma=inp.gigpo_gamma, step_weight=inp.gigpo_step_weight,
-                                     norm_by_std=inp.grpo_norm_by_std)
+    cfg = inp.config
+    turn_adv = gigpo_turn_advantages(inp.rows, inp.turns, gamma=cfg.gigpo_gamma, step_weight=cfg.gigpo_step_weight,
+                                     norm_by_std=cfg.grpo_norm_by_std)
     return steps_to_tokens(turn_adv, torch.as_tensor(inp.cols[K.TURN_ENDS]), inp.mask)
 
 
@@ -189,11 +209,25 @@ def last_turn_rewards(scores: torch.Tensor, turn_ends: torch.Tensor) -> torch.Te
     return out.scatter(1, last.unsqueeze(1), scores.unsqueeze(1))
 
 
+# ---------------------------------------------------------------------------- rows' own checks
+def _bi_level_gae_check(config) -> tuple[str, str] | None:
+    if config.use_turn_scores:
+        return ("use_turn_scores", "bi_level_gae puts the trajectory reward on the last turn itself and discounts "
+                "between turns with high_level_gamma: set use_turn_scores=False (or use adv_estimator='gae')")
+    return None
+
+
+def _gigpo_check(config) -> tuple[str, str] | None:
+    if not 0 <= config.gigpo_gamma <= 1:
+        return ("gigpo_gamma", "use a discount in [0, 1] (verl-agent: 0.95)")
+    return None
+
+
 # ---------------------------------------------------------------------------- the table
 ESTIMATORS: dict[str, Estimator] = {
-    "gae": Estimator(LEARNER, critic=True, groups=False, compute=_gae,
+    "gae": Estimator(LEARNER, critic=True, groups=False, compute=_gae, token_rewards=True,
                      meaning="PPO: token-level GAE with a learned critic (RAGEN's default)"),
-    "bi_level_gae": Estimator(LEARNER, critic=True, groups=False, compute=_bi_level_gae,
+    "bi_level_gae": Estimator(LEARNER, critic=True, groups=False, compute=_bi_level_gae, check=_bi_level_gae_check,
                               meaning="RAGEN's bi-level GAE: GAE within turns, high_level_gamma between turns"),
     "grpo": Estimator(DRIVER, critic=False, groups=True, compute=lambda inp: _grpo(inp, std=True),
                       meaning="GRPO: score minus the group mean, divided by the group std (grpo_norm_by_std)"),
@@ -205,7 +239,7 @@ ESTIMATORS: dict[str, Estimator] = {
                                      meaning="REINFORCE++: discounted token returns whitened over the batch"),
     "reinforce_plus_plus_baseline": Estimator(DRIVER, critic=False, groups=True, compute=_reinforce_pp_baseline,
                                               meaning="REINFORCE++ with the group mean as baseline"),
-    "gigpo": Estimator(DRIVER, critic=False, groups=True, compute=_gigpo,
+    "gigpo": Estimator(DRIVER, critic=False, groups=True, compute=_gigpo, check=_gigpo_check,
                        meaning="GiGPO: episode-level group advantage + step-level advantage over anchor states"),
 }
 

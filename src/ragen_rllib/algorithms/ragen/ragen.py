@@ -149,10 +149,7 @@ class Ragen(Algorithm):
     def _learn(self, kept, filter_metrics) -> None:
         """One learner update on ``kept`` (the weights version goes up by one)."""
         cfg = self.config
-        batch = build_batch(kept, self._pad_id, adv_estimator=cfg.adv_estimator,
-                            grpo_norm_by_std=cfg.grpo_norm_by_std, gigpo_gamma=cfg.gigpo_gamma,
-                            gigpo_step_weight=cfg.gigpo_step_weight, gamma=cfg.gamma,
-                            require_sample_logprobs=cfg.old_logprobs == "engine")
+        batch = build_batch(kept, self._pad_id, config=cfg)
         rows = len(batch["input_ids"])
         if cfg.filter_loss_scale and filter_metrics:
             batch[K.LOSS_SCALE][:] = filter_metrics[K.FILTER_KEPT_RATIO]

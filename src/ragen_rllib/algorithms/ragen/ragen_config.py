@@ -21,6 +21,7 @@ from ragen_rllib.algorithms.ragen.config.hyperparams import (
     training_doc,
 )
 from ragen_rllib.algorithms.ragen.estimators import ESTIMATORS
+from ragen_rllib.algorithms.ragen.estimators import problems as estimator_problems
 from ragen_rllib.precision import validate_autocast, validate_dtype
 
 DEFAULT_MODEL = "tiny:small"  # model_config["model"] when none is given (offline tiny model)
@@ -318,23 +319,14 @@ class RagenConfig(AlgorithmConfig, RagenHyperparams):
             value = getattr(self, key)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 bad(key, "use a positive integer")
-        if ESTIMATORS[self.adv_estimator].groups and self.group_size < 2:
-            name = {"grpo": "GRPO", "gigpo": "GiGPO"}.get(self.adv_estimator, self.adv_estimator)
-            bad("group_size", f"{name} compares trajectories within a group: use group_size >= 2 (RAGEN: 16)")
-        if self.use_kl_in_reward and self.adv_estimator != "gae":
-            bad("use_kl_in_reward", f"a KL penalty in the reward needs token-level rewards (adv_estimator='gae'), "
-                f"not adv_estimator={self.adv_estimator!r}: use use_kl_loss=True instead")
-        if self.adv_estimator == "bi_level_gae" and self.use_turn_scores:
-            bad("use_turn_scores", "bi_level_gae puts the trajectory reward on the last turn itself and discounts "
-                "between turns with high_level_gamma: set use_turn_scores=False (or use adv_estimator='gae')")
+        for key, fix in estimator_problems(self.adv_estimator, self):  # the estimator table row's own checks
+            bad(key, fix)
         head = (self.model_config or {}).get("value_head", self.uses_critic)
         if bool(head) != self.uses_critic:
             need = "needs a critic" if self.uses_critic else "has no critic"
             self._value_error(f"RagenConfig: model_config['value_head']={head!r} disagrees with "
                               f"adv_estimator={self.adv_estimator!r}, which {need}: drop that key (the value head "
                               "follows the estimator) or pick an estimator that matches it")
-        if self.adv_estimator == "gigpo" and not 0 <= self.gigpo_gamma <= 1:
-            bad("gigpo_gamma", "use a discount in [0, 1] (verl-agent: 0.95)")
         self._validate_filter(bad)
         if self.mi_interval is not None and (not isinstance(self.mi_interval, int) or self.mi_interval < 1):
             bad("mi_interval", "use None (off) or a positive integer")

@@ -11,9 +11,7 @@ from ragen_rllib.algorithms.ragen.estimators import DRIVER, DriverInputs, estima
 from ragen_rllib.core import keys as K
 
 
-def build_batch(trajectories: Sequence[Trajectory], pad_id: int, *, adv_estimator: str,
-                grpo_norm_by_std: bool = True, gigpo_gamma: float = 0.95, gigpo_step_weight: float = 1.0,
-                gamma: float = 1.0, require_sample_logprobs: bool = False) -> dict[str, np.ndarray]:
+def build_batch(trajectories: Sequence[Trajectory], pad_id: int, config) -> dict[str, np.ndarray]:
     """One row per training sample (``full`` mode: one per trajectory), right-padded to the longest.
 
     Every sample carries its trajectory's score, group id and episode id. The driver rows of
@@ -22,13 +20,14 @@ def build_batch(trajectories: Sequence[Trajectory], pad_id: int, *, adv_estimato
     Group statistics count each episode once, however many samples its context mode made of it.
 
     Writes the driver's columns of :data:`~.keys.COLUMNS` (ADVANTAGES are zeros for learner estimators, and
-    LOSS_SCALE / MICRO_WEIGHT ones, until their writers set them). ``require_sample_logprobs``
-    (``old_logprobs="engine"``) rejects samples whose engine returned no sampling log-probs.
+    LOSS_SCALE / MICRO_WEIGHT ones, until their writers set them). ``config`` (a RagenConfig) names the estimator
+    and holds its settings, which the driver rows read from it as the learner rows do; with
+    ``old_logprobs="engine"`` samples whose engine returned no sampling log-probs are rejected.
     """
     rows = [(t, s) for t in trajectories if t.error is None for s in t.samples if any(s.loss_mask)]
     if not rows:
         raise ValueError("no trainable samples in this batch (every trajectory failed or had no sampled tokens)")
-    if require_sample_logprobs and not all(s.has_logprobs for _, s in rows):
+    if config.old_logprobs == "engine" and not all(s.has_logprobs for _, s in rows):
         raise ValueError("old_logprobs='engine' uses the engine's sampling log-probs, but this engine returned none "
                          "for some sampled turns: use old_logprobs='learner' (recompute them) or an engine that "
                          "returns log-probs (vllm, hf)")
@@ -63,11 +62,9 @@ def build_batch(trajectories: Sequence[Trajectory], pad_id: int, *, adv_estimato
         cols[K.SCORES][i] = traj.score
         cols[K.GROUP_IDS][i] = traj.group_id
         cols[K.EPISODE_IDS][i] = episodes.setdefault(id(traj), len(episodes))
-    row = estimator(adv_estimator)
+    row = estimator(config.adv_estimator)
     if row.where == DRIVER:
-        inputs = DriverInputs(cols, rows, turns, grpo_norm_by_std=grpo_norm_by_std, gigpo_gamma=gigpo_gamma,
-                              gigpo_step_weight=gigpo_step_weight, gamma=gamma)
-        cols[K.ADVANTAGES] = row.compute(inputs).numpy().astype(np.float32)
+        cols[K.ADVANTAGES] = row.compute(DriverInputs(cols, rows, turns, config)).numpy().astype(np.float32)
     return cols
 
 
