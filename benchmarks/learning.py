@@ -36,19 +36,25 @@ PRESET_OF = {"ppo": "ppo", "grpo": "grpo", "gigpo": "gigpo"}
 
 
 def warm_model(env: str) -> Path:
+    return build_warm_model({env: ENVS[env][0]}, ENVS[env][1], env.lower())
+
+
+def build_warm_model(envs: dict[str, dict], settings: dict, label: str, eval_env: str | None = None) -> Path:
+    """The small tiny model warm-started on ``envs`` (env -> env_config) with ``settings`` (episodes_per_env,
+    epochs, noise), built once and cached under .cache/bench/; validated on ``eval_env`` (default: the first)."""
     from ragen_rllib.models.tiny import build_model
     from ragen_rllib.models.warm_start import REPORT_FILE, WarmStartConfig, warm_start
     from ragen_rllib.precision import resolve_autocast
 
-    env_config, ws = ENVS[env]
     precision = "bf16" if resolve_autocast("auto", "cpu") is not None else "fp32"
-    name = f"small-{env.lower()}-{ws['episodes_per_env']}x{ws['epochs']}ep-noise{ws['noise']:g}-{precision}"
+    name = f"small-{label}-{settings['episodes_per_env']}x{settings['epochs']}ep-noise{settings['noise']:g}-{precision}"
     path = ROOT / ".cache" / "bench" / name
     if not (path / REPORT_FILE).exists():
-        print(f"[learning] warm-starting the small model on {env} into {path} (once)", flush=True)
+        print(f"[learning] warm-starting the small model on {', '.join(envs)} into {path} (once)", flush=True)
         build_model("small", path, seed=0)
-        cfg = WarmStartConfig(envs=(env,), env_configs={env: env_config}, eval_env=env, eval_env_config=env_config,
-                              eval_episodes=128, **ws)
+        first = eval_env or next(iter(envs))
+        cfg = WarmStartConfig(envs=tuple(envs), env_configs=envs, eval_env=first, eval_env_config=envs[first],
+                              eval_episodes=128, **settings)
         print(warm_start(path, cfg).summary(), flush=True)
     return path
 

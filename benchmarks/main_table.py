@@ -31,19 +31,12 @@ WARM = {"episodes_per_env": 640, "epochs": 2, "noise": 0.3}
 
 
 def warm_model() -> tuple[Path, dict]:
-    from ragen_rllib.models.tiny import build_model
-    from ragen_rllib.models.warm_start import REPORT_FILE, WarmStartConfig, warm_start
-    from ragen_rllib.precision import resolve_autocast
+    from ragen_rllib.models.warm_start import REPORT_FILE
 
-    precision = "bf16" if resolve_autocast("auto", "cpu") is not None else "fp32"
-    name = f"small-main-table-{WARM['episodes_per_env']}x{WARM['epochs']}ep-noise{WARM['noise']:g}-{precision}"
-    path = ROOT / ".cache" / "bench" / name
-    if not (path / REPORT_FILE).exists():
-        print(f"[main-table] warm-starting the small model on {', '.join(WARM_ENVS)} into {path} (once)", flush=True)
-        build_model("small", path, seed=0)
-        cfg = WarmStartConfig(envs=tuple(WARM_ENVS), env_configs=WARM_ENVS, eval_env="FrozenLake",
-                              eval_env_config=WARM_ENVS["FrozenLake"], eval_episodes=64, **WARM)
-        print(warm_start(path, cfg).summary(), flush=True)
+    sys.path.insert(0, str(Path(__file__).parent))
+    from learning import build_warm_model
+
+    path = build_warm_model(WARM_ENVS, WARM, "main-table", eval_env="FrozenLake")
     return path, json.loads((path / REPORT_FILE).read_text())
 
 

@@ -68,18 +68,10 @@ def test_a_resumed_run_gets_exactly_the_settings_it_started_with_and_logs_each_o
     """The run directory's config.yaml (written as train writes it) gives the resumed run every setting of the
     started one, RLlib's included; an override on resume is applied and logged with the value it replaces."""
     import yaml
-    from tests.algorithms.test_config_files import NON_DEFAULT, SECTIONS
+    from tests.algorithms.test_config_files import NON_DEFAULT
+    from tests.algorithms.test_config_files import _settings as settings
 
-    from ragen_rllib.algorithms.ragen.config.config_files import ConfigFileError, _plain, _read, section_keys
     from ragen_rllib.training_run import CONFIG_FILE, load_run_config
-
-    def settings(config):
-        def as_yaml(value):
-            try:
-                return _plain(value, "")
-            except ConfigFileError:
-                return value
-        return {f"{s}.{k}": as_yaml(_read(config, k)[1]) for s in SECTIONS for k in section_keys(s)}
 
     cfg = tmp_path / "run.yaml"
     cfg.write_text(yaml.safe_dump({**NON_DEFAULT, "run": {"out_dir": str(tmp_path / "run"), "checkpoint_every": 1}}))
