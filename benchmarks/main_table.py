@@ -27,7 +27,7 @@ OUT = Path(__file__).parent / "results"
 WARM_ENVS = {"SimpleSokoban": {"dim_room": (6, 6), "num_boxes": 1},
              "FrozenLake": {"size": 4, "p": 0.9, "success_rate": 0.8, "is_slippery": True},
              "Bandit": {"split": "train"}}
-WARM = {"episodes_per_env": 640, "epochs": 2, "noise": 0.3}
+WARM = {"episodes_per_env": 480, "epochs": 2, "noise": 0.3}
 
 
 def warm_model() -> tuple[Path, dict]:
