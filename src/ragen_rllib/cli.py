@@ -91,63 +91,14 @@ def _cmd_envs(args: argparse.Namespace) -> int:
 
 
 def _cmd_make_model(args: argparse.Namespace) -> int:
-    from pathlib import Path
+    from ragen_rllib.models.make_model import make_model
 
-    from ragen_rllib.agent.config import AgentConfig
-    from ragen_rllib.models.warm_start import WarmStartConfig, resolve_env
-
-    names = [e.strip() for e in args.warm_start.split(",") if e.strip()]
-    for name in names + ([args.eval_env] if args.eval_env else []):  # fail before building anything
-        resolve_env(name)
-    if args.noise is not None and not 0.0 <= args.noise <= 1.0:
-        raise ValueError(f"--noise={args.noise} is not a probability; pass a value in [0, 1]")
-    agent = AgentConfig.from_dict(_key_values(args.agent, "--agent"))
-    ws_cfg = None
-    if names:
-        noise = {} if args.noise is None else {"noise": args.noise}  # None: WarmStartConfig's default
-        ws_cfg = WarmStartConfig(envs=tuple(names), episodes_per_env=args.episodes, epochs=args.epochs, seed=args.seed,
-                                 eval_episodes=args.eval_episodes, autocast=args.autocast, lr=args.lr,
-                                 batch_size=args.batch_size, eval_env=args.eval_env, agent=agent, **noise)
-    out = _base_model(args)
-    if ws_cfg is not None:
-        from ragen_rllib.models.warm_start import warm_start
-
-        source = args.model or (args.from_gguf and Path(args.from_gguf).name) or None  # None: from scratch
-        report = warm_start(out, ws_cfg, evaluate=not args.no_eval, base_model=source)
-        print(report.summary())
-    print(f"model saved to {out}")
+    envs = [e.strip() for e in args.warm_start.split(",") if e.strip()]
+    make_model(args.out, preset=args.preset, model=args.model, from_gguf=args.from_gguf, seed=args.seed,
+               warm_start_envs=envs, episodes=args.episodes, epochs=args.epochs, noise=args.noise,
+               eval_episodes=args.eval_episodes, eval_env=args.eval_env, autocast=args.autocast, lr=args.lr,
+               batch_size=args.batch_size, agent=_key_values(args.agent, "--agent"), evaluate=not args.no_eval)
     return 0
-
-
-def _base_model(args: argparse.Namespace):
-    """Write the model to warm-start into ``args.out``: a tiny preset built from scratch, a GGUF file converted, or
-    a copy of a named model (``gguf:...``, a Hugging Face id or directory)."""
-    from pathlib import Path
-
-    if args.from_gguf:
-        from ragen_rllib.models.gguf import convert_gguf, gguf_source
-
-        return convert_gguf(gguf_source(args.from_gguf), args.out)
-    if args.model:
-        from ragen_rllib.models.registry import model_problem, resolve_model
-
-        problem = model_problem(args.model)
-        if problem:
-            raise ValueError(f"--model {args.model}: {problem}")
-        source = Path(resolve_model(args.model))
-        if source.is_dir():
-            import shutil
-
-            shutil.copytree(source, args.out, dirs_exist_ok=True)
-        else:  # a Hugging Face id: load and save
-            from transformers import AutoModelForCausalLM, AutoTokenizer
-
-            AutoModelForCausalLM.from_pretrained(str(source)).save_pretrained(args.out)
-            AutoTokenizer.from_pretrained(str(source)).save_pretrained(args.out)
-        return Path(args.out)
-    from ragen_rllib.models.tiny import build_model
-
-    return build_model(args.preset, args.out, seed=args.seed)
 
 
 def _key_values(items: list[str], flag: str) -> dict:
