@@ -144,12 +144,12 @@ def sweep(config_path: str | Path | None, overrides: list[str], resume: str | Pa
     from ragen_rllib.training_run import (
         absolute_model,
         experiment_location,
-        failure_config,
-        load_run_config,
+                load_run_config,
         ray_kwargs_of,
         run_loggers,
         run_stop,
         start_ray,
+        tune_run_config,
     )
 
     if resume is not None and overrides:  # Tune restores each trial with the config it started with
@@ -184,12 +184,8 @@ def sweep(config_path: str | Path | None, overrides: list[str], resume: str | Pa
     else:
         tuner = tune.Tuner(Ragen, param_space=config, tune_config=tune.TuneConfig(
             scheduler=scheduler, num_samples=int(settings.get("num_samples", 1)),
-            max_concurrent_trials=settings.get("max_concurrent_trials")), run_config=tune.RunConfig(
-            name=name, storage_path=storage, stop=run_stop(run),
-            failure_config=failure_config(run),
-            callbacks=[TrialLines(log), *logger_callbacks(loggers, out, project=out.name)], verbose=0,
-            checkpoint_config=tune.CheckpointConfig(checkpoint_frequency=int(run.get("checkpoint_every") or 0),
-                                                    checkpoint_at_end=True)))
+            max_concurrent_trials=settings.get("max_concurrent_trials")), run_config=tune_run_config(
+            run, name, storage, run_stop(run), [TrialLines(log), *logger_callbacks(loggers, out, project=out.name)]))
     results = tuner.fit()
     rows = summarize(results, space, metric, mode)
     (out / RECORD).write_text(json.dumps({"metric": metric, "mode": mode, "param_space": space, "trials": rows},

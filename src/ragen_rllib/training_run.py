@@ -161,7 +161,6 @@ def train(config_path: str | Path | None, overrides: list[str], resume: str | Pa
     absolute_model(config, config.model_name)
     loggers = run_loggers(run)
     stop = run_stop(run)
-    every = int(run.get("checkpoint_every") or 0)
     storage, name = experiment_location(run, run_dir, uri_ok=False)
     run_dir.mkdir(parents=True, exist_ok=True)
     config.to_yaml(run_dir / CONFIG_FILE)
@@ -172,10 +171,8 @@ def train(config_path: str | Path | None, overrides: list[str], resume: str | Pa
         log(f"resumed from {checkpoint}")
     os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")  # our progress lines only, not Tune's status tables
     progress = RunProgress(run_dir, stop, log)
-    tuner = tune.Tuner(config.algo_class, param_space=config, run_config=tune.RunConfig(
-        name=name, storage_path=storage, stop=progress.stop, verbose=0, failure_config=failure_config(run),
-        callbacks=[progress, *logger_callbacks(loggers, run_dir, project=run_dir.name)],
-        checkpoint_config=tune.CheckpointConfig(checkpoint_frequency=every, checkpoint_at_end=True)))
+    tuner = tune.Tuner(config.algo_class, param_space=config, run_config=tune_run_config(
+        run, name, storage, progress.stop, [progress, *logger_callbacks(loggers, run_dir, project=run_dir.name)]))
     results = tuner.fit()
     if results.errors:
         raise RuntimeError(f"training failed: {results.errors[0]}")
@@ -253,6 +250,15 @@ def experiment_location(run: Mapping[str, Any], out: Path, uri_ok: bool = True) 
         raise ValueError(f"run.storage_path={storage!r}: pyarrow cannot open it ({err}); use a directory every "
                          "node reaches or a URI such as s3://bucket/path") from err
     return storage.rstrip("/"), out.name
+
+
+def tune_run_config(run: Mapping[str, Any], name: str, storage: str, stop: Any, callbacks: list) -> tune.RunConfig:
+    """Tune's RunConfig of a train or sweep run: where trials go, the stop rule, the callbacks, restarts
+    (``run.max_failures``) and checkpoints every ``run.checkpoint_every`` iterations and at the end."""
+    every = int(run.get("checkpoint_every") or 0)
+    return tune.RunConfig(name=name, storage_path=storage, stop=stop, verbose=0, failure_config=failure_config(run),
+                          callbacks=callbacks,
+                          checkpoint_config=tune.CheckpointConfig(checkpoint_frequency=every, checkpoint_at_end=True))
 
 
 def failure_config(run: Mapping[str, Any]) -> tune.FailureConfig:
