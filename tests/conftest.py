@@ -1,6 +1,7 @@
 """Test-wide settings: offline, and every cache inside the work tree (never the user's home)."""
 
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -27,12 +28,25 @@ for _var, _sub in (("WANDB_DIR", "wandb"), ("WANDB_CONFIG_DIR", "wandb/config"),
 os.environ.setdefault("TMPDIR", str(CACHE / "tmp"))  # vLLM's zmq socket files, Ray's temp dir
 
 
+#: Ray's longest Unix socket path under its temp dir (a dashboard module's; the object store's is shorter)
+_RAY_SOCKET_TAIL = len("/session_2026-12-05_18-03-34_331055_4194304/sockets/dash_MetricsHead")
+
+
+def ray_temp_dir(name: str, unique: bool = False) -> Path:
+    """A Ray temp dir for a test: ``.cache/<name>`` (``unique``: a fresh ``.cache/tmp/<name>XXXXXXXX``) when Ray's
+    socket paths fit Linux's 107 bytes there, else the same under the system's ``/tmp`` (a clone at a deep path)."""
+    for parent in ((CACHE / "tmp", Path("/tmp")) if unique else (CACHE, Path("/tmp"))):
+        if len(str(parent / name)) + (8 if unique else 0) + _RAY_SOCKET_TAIL <= 107:
+            return Path(tempfile.mkdtemp(prefix=name, dir=parent)) if unique else parent / name
+    raise RuntimeError(f"no temp dir short enough for Ray's Unix socket paths (107 bytes): {name}")
+
+
 @pytest.fixture(scope="session")
 def ray_session():
     import ray
 
     from ragen_rllib import init_ray
 
-    init_ray(num_cpus=6, _temp_dir=str(CACHE / "ray"), log_to_driver=False, include_dashboard=False)
+    init_ray(num_cpus=6, _temp_dir=str(ray_temp_dir("ray")), log_to_driver=False, include_dashboard=False)
     yield
     ray.shutdown()

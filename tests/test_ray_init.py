@@ -8,13 +8,12 @@ import signal
 import stat
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 import psutil
 import pytest
-from tests.conftest import CACHE
+from tests.conftest import ray_temp_dir
 
 from ragen_rllib.ray_init import LOOPBACK, ray_init_kwargs
 
@@ -37,6 +36,22 @@ def test_a_local_ray_gets_the_dashboard_on_loopback_and_a_setting_turns_it_off(m
     assert "dashboard_host" not in ray_init_kwargs()
 
 
+def test_a_temp_dir_too_deep_for_the_dashboards_sockets_turns_the_default_dashboard_off_or_names_the_fix(
+        monkeypatch, caplog):
+    """Ray's dashboard opens Unix sockets under its temp dir; past Linux's 107 bytes Ray fails to start with
+    'Module MetricsHead failed to start'. The default dashboard is turned off with a warning; an explicit one fails
+    here, naming the setting and the fix."""
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    monkeypatch.delenv("RAGEN_RLLIB_DASHBOARD", raising=False)
+    deep = "/tmp/" + "d" * 40 + "/ray"
+    with caplog.at_level("WARNING", logger="ragen_rllib.ray_init"):
+        assert ray_init_kwargs(_temp_dir=deep)["include_dashboard"] is False
+    assert "dashboard off" in caplog.text and "over Linux's 107" in caplog.text
+    with pytest.raises(ValueError, match=r"include_dashboard=True: .*use a shorter _temp_dir"):
+        ray_init_kwargs(_temp_dir=deep, include_dashboard=True)
+    assert ray_init_kwargs(_temp_dir="/tmp/ray")["include_dashboard"] is True  # a short one keeps it
+
+
 def _alive(pid: int, created: float) -> bool:
     try:
         proc = psutil.Process(pid)
@@ -53,7 +68,7 @@ def test_a_local_ray_listens_on_loopback_only_lists_its_actors_and_ends_with_its
                         "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER")}
     env["HOME"] = str(home)
     env.pop("RAGEN_RLLIB_DASHBOARD", None)  # the default: on
-    ray_dir = Path(tempfile.mkdtemp(prefix="ray", dir=CACHE / "tmp"))  # short: Ray's socket paths have 107 bytes
+    ray_dir = ray_temp_dir("ray", unique=True)  # short: Ray's socket paths have 107 bytes
     log = tmp_path / "probe.log"
     probe = subprocess.Popen([sys.executable, str(Path(__file__).parent / "ray_local_probe.py"), str(ray_dir)],
                              stdout=subprocess.PIPE, stderr=log.open("w"), env=env, text=True)

@@ -6,6 +6,7 @@ import json
 import pytest
 import yaml
 from ray import tune
+from tests.conftest import ray_temp_dir
 
 from ragen_rllib import RagenConfig
 from ragen_rllib.sweep import swept_values, table
@@ -156,16 +157,14 @@ def test_a_sigkilled_sweep_resumes_without_rerunning_finished_trials(tmp_path):
     import subprocess
     import sys
     import time
-    from pathlib import Path
 
-    root = Path(__file__).resolve().parents[1]
     out = tmp_path / "out"
     cfg = tmp_path / "sweep.yaml"
     cfg.write_text(yaml.safe_dump({
         **BASE, "evaluation": {"evaluation_interval": 3},  # validation at the last iteration only
         "run": {"stop": {"training_iteration": 3}, "checkpoint_every": 1, "out_dir": str(out),
                 "storage_path": str(tmp_path / "shared"),  # trials and checkpoints on "shared" storage
-                "ray_init": {"num_cpus": 2, "_temp_dir": str(root / ".cache" / "ray_sweep_kill")}},
+                "ray_init": {"num_cpus": 2, "_temp_dir": str(ray_temp_dir("ray_sweep_kill"))}},
         "tune": {"param_space": {"environment.env_config.success_rate": {"grid_search": [1.0, 0.5]}},
                  "max_concurrent_trials": 1}}))
     command = [sys.executable, "-m", "ragen_rllib.cli", "sweep"]

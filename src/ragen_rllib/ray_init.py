@@ -10,11 +10,14 @@ Ray's processes if the driver dies without shutting Ray down (:mod:`ragen_rllib.
 
 from __future__ import annotations
 
+import logging
 import os
 import secrets
 import tempfile
 from pathlib import Path
 from typing import Any
+
+logger = logging.getLogger(__name__)
 
 #: Env vars every Ray worker gets unless the user sets them (RAGEN's defaults, plus the CPU thread fix).
 DEFAULT_ENV_VARS: dict[str, str] = {
@@ -32,6 +35,10 @@ LOOPBACK_SWITCH = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
 DASHBOARD_SWITCH = "RAGEN_RLLIB_DASHBOARD"
 #: Ray's token-authentication variables (Ray 2.60 turns token auth on for a new local Ray).
 AUTH_VARS = ("RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH")
+#: The longest Unix socket path a local Ray's dashboard opens under its temp dir (one socket per dashboard module;
+#: the session name holds the start time and the pid), and Linux's limit on such a path.
+DASHBOARD_SOCKET_TAIL = "session_2026-12-05_18-03-34_331055_4194304/sockets/dash_MetricsHead"
+UNIX_SOCKET_PATH_MAX = 107
 
 
 def joins_cluster(ray_kwargs: dict[str, Any]) -> bool:
@@ -55,8 +62,19 @@ def ray_init_kwargs(**ray_kwargs: Any) -> dict[str, Any]:
     runtime_env["env_vars"] = {k: str(v) for k, v in env_vars.items()}
     kwargs["runtime_env"] = runtime_env
     if not joins_cluster(kwargs):
+        asked = "include_dashboard" in kwargs
         kwargs.setdefault("include_dashboard", os.environ.get(DASHBOARD_SWITCH, "1") != "0")
         kwargs.setdefault("dashboard_host", LOOPBACK)
+        temp = os.path.abspath(kwargs.get("_temp_dir") or os.path.join(tempfile.gettempdir(), "ray"))
+        longest = len(os.path.join(temp, DASHBOARD_SOCKET_TAIL))
+        if kwargs["include_dashboard"] and longest > UNIX_SOCKET_PATH_MAX:
+            why = (f"the dashboard's Unix sockets under _temp_dir={temp!r} would be {longest} bytes long, over "
+                   f"Linux's {UNIX_SOCKET_PATH_MAX} (Ray then fails to start: 'Module MetricsHead failed to start')")
+            if asked:
+                raise ValueError(f"include_dashboard=True: {why}; use a shorter _temp_dir (e.g. /tmp/ray) or "
+                                 "include_dashboard=False")
+            logger.warning("dashboard off: %s; a shorter _temp_dir (e.g. /tmp/ray) keeps it on", why)
+            kwargs["include_dashboard"] = False
     return kwargs
 
 

@@ -4,6 +4,7 @@
 import json
 
 import pytest
+from tests.conftest import ray_temp_dir
 
 from ragen_rllib.algorithms.ragen.config.config_files import ConfigFileError
 from ragen_rllib.cli import main
@@ -236,7 +237,7 @@ def test_a_user_env_module_reaches_the_remote_runners_through_the_runtime_env(tm
     cfg.write_text(CONFIG.replace("env: ragen/FrozenLake-v0,", "env: user/Lake-v0, env_modules: [user_lake_envs],"))
     overrides = ["run.stop.training_iteration=1", "run.checkpoint_every=0", f"run.out_dir={tmp_path / 'run'}",
                  "evaluation.evaluation_interval=0", f"run.ray_init.runtime_env.py_modules=[{module}]",
-                 f"run.ray_init._temp_dir={root / '.cache' / 'ray_user_env'}", "run.ray_init.num_cpus=4"]
+                 f"run.ray_init._temp_dir={ray_temp_dir('ray_user_env')}", "run.ray_init.num_cpus=4"]
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     env["PYTHONPATH"] = str(root / "src")  # the package itself, nothing of tmp_path
     env.pop("RAGEN_RLLIB_DASHBOARD", None)  # the default: the dashboard on
@@ -252,13 +253,11 @@ def test_a_trial_that_fits_no_node_stops_with_the_fix_before_tune_starts_it(tmp_
     """The runner asks for 3 CPUs on a Ray of 2: Tune would wait for resources forever."""
     import subprocess
     import sys
-    from pathlib import Path
 
-    root = Path(__file__).resolve().parents[2]
     cfg = tmp_path / "big.yaml"
     cfg.write_text(CONFIG)
     overrides = ["env_runners.num_cpus_per_env_runner=3", "run.ray_init.num_cpus=2", f"run.out_dir={tmp_path / 'run'}",
-                 f"run.ray_init._temp_dir={root / '.cache' / 'ray_fit'}"]
+                 f"run.ray_init._temp_dir={ray_temp_dir('ray_fit')}"]
     proc = subprocess.run([sys.executable, "-m", "ragen_rllib.cli", "train", str(cfg), *overrides], cwd=tmp_path,
                           capture_output=True, text=True, timeout=200)
     assert proc.returncode == 2, proc.stderr[-3000:]
