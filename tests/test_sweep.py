@@ -266,3 +266,25 @@ def _write(tmp_path, tree):
     path = tmp_path / "config.yaml"
     path.write_text(yaml.safe_dump(tree))
     return path
+
+
+def test_a_trial_whose_variant_changes_the_estimator_gets_a_value_head_that_follows_it():
+    """Tune sends each trial's config as a dict to Ragen.default_resource_request (which validates it) in the
+    sweep's own process: a base config with a critic (ppo) and a local model directory must give a grpo trial no
+    frozen value_head (it used to end the whole sweep: "value_head=True disagrees with adv_estimator='grpo'")."""
+    from ragen_rllib import Ragen
+    from ragen_rllib.models.registry import resolve_model
+    from ragen_rllib.training_run import absolute_model
+
+    model = str(resolve_model("tiny:nano"))  # a directory: absolute_model rewrites model_config
+    config = (RagenConfig().environment("ragen/FrozenLake-v0", env_config={"size": 4})
+              .rl_module(model_config={"model": model}).training(env_groups=2, group_size=2, minibatch_size=2))
+    space = {"variant.algo": {"grid_search": [{"name": "ppo", "preset": "ppo"}, {"name": "grpo", "preset": "grpo"}]}}
+    config, sample = apply_param_space(config, space)
+    absolute_model(config, sample.model_name)
+    resolved = config.to_dict()
+    for entry in space["variant.algo"]["grid_search"]:
+        trial = {**resolved, "sweep_variants": {"algo": entry}}
+        Ragen.default_resource_request(trial)  # validates the trial's config, as Tune does before placing it
+        built = RagenConfig().update_from_dict(trial)
+        assert built.model_config["value_head"] is (entry["preset"] == "ppo")

@@ -277,7 +277,11 @@ def ray_kwargs_of(run: Mapping[str, Any]) -> dict[str, Any]:
 def absolute_model(config, model_name: str) -> None:
     """A local model directory as an absolute path: Tune's trial actors run in other processes."""
     if Path(model_name).exists():
-        config.rl_module(model_config={**config.model_config, "model": str(Path(model_name).resolve())})
+        # RLlib keeps the user's own model_config keys in _model_config (no public accessor); the public
+        # model_config adds the algorithm's defaults (value_head, temperature), which must not be frozen here: they
+        # follow the estimator and temperature each sweep trial sets
+        own = dict(config._model_config or {})
+        config.rl_module(model_config={**own, "model": str(Path(model_name).resolve())})
 
 
 def start_ray(ray_kwargs: dict[str, Any], loggers: list[str], out: Path, log: Callable[[str], None] = print) -> None:
