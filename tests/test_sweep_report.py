@@ -43,3 +43,20 @@ def test_cells_pool_seeds_into_mean_and_std_and_count_failures():
     assert "| grpo | 40.0% +- 10.0 (n=3), lift +30.0 +- 10.0 | - |" in markdown(rows, cols, cells, "variant", "env")
     with pytest.raises(ValueError, match=r"--rows 'algo' is not a swept key.*\['variant'"):
         main_table(trials, "algo", "environment.env")
+
+
+def test_the_main_table_in_the_readme_is_the_recorded_sweep_rendered_by_report(tmp_path):
+    """benchmarks/main_table.py's record (5 algorithms x 3 envs x 3 seeds) re-rendered by `report` gives the saved
+    table, and the README shows exactly that table: never typed by hand."""
+    from ragen_rllib.sweep_report import report
+
+    record = ROOT / "benchmarks" / "results" / "main_table_quick.json"
+    trials = json.loads(record.read_text())["trials"]
+    assert len(trials) == 45 and all(t["error"] is None for t in trials)
+    cells = {(t["variant.algo"], t["variant.env"]) for t in trials}
+    assert len(cells) == 15 and sorted(t["debugging.seed"] for t in trials) == sorted([0, 1, 2] * 15)
+    text = report([record], rows="variant.algo", cols="variant.env", out=tmp_path, log=lambda *_: None).read_text()
+    assert text == (ROOT / "benchmarks" / "results" / "main_table_quick.md").read_text()
+    readme = (ROOT / "README.md").read_text()
+    rows = [line for line in text.splitlines() if line.startswith("|")]
+    assert len(rows) == 2 + 5 and all(line in readme.splitlines() for line in rows)
