@@ -28,17 +28,17 @@ for _var, _sub in (("WANDB_DIR", "wandb"), ("WANDB_CONFIG_DIR", "wandb/config"),
 os.environ.setdefault("TMPDIR", str(CACHE / "tmp"))  # vLLM's zmq socket files, Ray's temp dir
 
 
-#: Ray's longest Unix socket path under its temp dir (a dashboard module's; the object store's is shorter)
-_RAY_SOCKET_TAIL = len("/session_2026-12-05_18-03-34_331055_4194304/sockets/dash_MetricsHead")
-
-
-def ray_temp_dir(name: str, unique: bool = False) -> Path:
+def ray_temp_dir(name: str, unique: bool = False, below: str = "") -> Path:
     """A Ray temp dir for a test: ``.cache/<name>`` (``unique``: a fresh ``.cache/tmp/<name>XXXXXXXX``) when Ray's
-    socket paths fit Linux's 107 bytes there, else the same under the system's ``/tmp`` (a clone at a deep path)."""
+    socket paths fit Linux's 107 bytes there (also under ``below``, where a test nests node temp dirs), else the
+    same under the system's ``/tmp`` (a clone at a deep path)."""
+    from ragen_rllib.ray_init import DASHBOARD_SOCKET_TAIL, UNIX_SOCKET_PATH_MAX
+
     for parent in ((CACHE / "tmp", Path("/tmp")) if unique else (CACHE, Path("/tmp"))):
-        if len(str(parent / name)) + (8 if unique else 0) + _RAY_SOCKET_TAIL <= 107:
+        longest = len(os.path.join(parent, name + ("X" * 8 if unique else ""), below, DASHBOARD_SOCKET_TAIL))
+        if longest <= UNIX_SOCKET_PATH_MAX:
             return Path(tempfile.mkdtemp(prefix=name, dir=parent)) if unique else parent / name
-    raise RuntimeError(f"no temp dir short enough for Ray's Unix socket paths (107 bytes): {name}")
+    raise RuntimeError(f"no temp dir short enough for Ray's Unix socket paths ({UNIX_SOCKET_PATH_MAX} bytes): {name}")
 
 
 @pytest.fixture(scope="session")

@@ -18,7 +18,6 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -26,7 +25,7 @@ from pathlib import Path
 
 import psutil
 import pytest
-from tests.conftest import CACHE, ROOT
+from tests.conftest import ROOT, ray_temp_dir
 
 pytestmark = pytest.mark.slow
 
@@ -151,26 +150,9 @@ class Cluster:
                 pass
 
 
-# the longest socket path under a node's temp dir: the dashboard's per-module Unix sockets
-# (<temp>/session_<date>_<time>_<us>_<pid>/sockets/dash_MetricsHead); Linux allows 107 bytes
-_SOCKET_TAIL = len("/head/session_2026-12-05_17-09-05_459941_1234567/sockets/dash_MetricsHead")
-
-
-def _short_temp_parent() -> Path:
-    """The work tree's temp dir when the node temp dirs fit the socket limit there, else the system's ``/tmp``.
-
-    A clone at a deeper path (CI checks out under ``/check/...``) would push the head's socket paths past 107
-    bytes, and its dashboard then fails to start ("Module MetricsHead failed to start").
-    """
-    for parent in (CACHE / "tmp", Path("/tmp")):
-        if parent.is_dir() and len(str(parent)) + len("/rcXXXXXXXX") + _SOCKET_TAIL <= 107:
-            return parent
-    raise RuntimeError("no temp dir short enough for Ray's Unix socket paths (107 bytes)")
-
-
 @pytest.fixture(scope="module")
 def cluster():
-    root = Path(tempfile.mkdtemp(prefix="rc", dir=_short_temp_parent()))
+    root = ray_temp_dir("rc", unique=True, below="head")  # the head node (the dashboard's sockets) in root/head
     nodes = Cluster(root)
     try:
         nodes.start()
