@@ -144,7 +144,7 @@ def sweep(config_path: str | Path | None, overrides: list[str], resume: str | Pa
     from ragen_rllib.training_run import (
         absolute_model,
         experiment_location,
-                load_run_config,
+        load_run_config,
         ray_kwargs_of,
         run_loggers,
         run_stop,
