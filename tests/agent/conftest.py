@@ -1,7 +1,10 @@
-"""Tokenizers with three chat templates: the tiny model's ChatML, a Llama-3 style one, and the real pretrained
-SmolLM2-135M-Instruct's own (ChatML with a default system prompt, pad = eos, a BPE vocabulary of 49,152)."""
+"""Tokenizers with four chat templates: the tiny model's ChatML, a Llama-3 style one, the real pretrained
+SmolLM2-135M-Instruct's own (ChatML with a default system prompt, pad = eos, a BPE vocabulary of 49,152), and
+Qwen2.5's, which renders tools (``data/qwen2_5_chat_template.jinja``: Qwen2.5-Instruct's template as TRL ships
+it) on the tiny model's vocabulary."""
 
 import copy
+from pathlib import Path
 
 import pytest
 from transformers import AutoTokenizer
@@ -41,6 +44,13 @@ def smollm2_tokenizer():
     from ragen_rllib.models.registry import resolve_model
 
     return AutoTokenizer.from_pretrained(resolve_model("gguf:smollm2-135m-instruct"))
+
+
+@pytest.fixture(scope="session")
+def qwen2_tokenizer(chatml_tokenizer):
+    tok = copy.deepcopy(chatml_tokenizer)
+    tok.chat_template = (Path(__file__).parent / "data" / "qwen2_5_chat_template.jinja").read_text()
+    return tok
 
 
 @pytest.fixture(params=["chatml", "llama3", "smollm2"])

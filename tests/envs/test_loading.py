@@ -70,3 +70,16 @@ def test_an_env_registered_in_the_driver_only_is_caught_before_any_runner_with_t
         gym.registry.pop("user/DriverOnly-v0", None)
     assert unregistered_in_runners(["user/TinyLake-v0"], [user_module]) == []  # its module registers it
     RagenConfig().environment("user/TinyLake-v0", env_config={"size": 4}, env_modules=[user_module]).validate()
+
+
+def test_a_tool_env_with_thinking_off_is_refused_before_any_runner():
+    from ragen_rllib import RagenConfig
+    from ragen_rllib.envs.loading import env_offers_tools
+
+    assert env_offers_tools("ragen/SearchQA-v0") and env_offers_tools("ragen_rllib.envs.search_qa:SearchQAEnv")
+    assert not env_offers_tools("ragen/FrozenLake-v0")
+    config = RagenConfig().environment("ragen/SearchQA-v0").training(enable_think=False)
+    with pytest.raises(ValueError, match=r"'ragen/SearchQA-v0' offers tools, which need enable_think=True.*"
+                                         r"\.training\(enable_think=True\)"):
+        config.validate()
+    RagenConfig().environment("ragen/SearchQA-v0").training(enable_think=True).validate()

@@ -7,9 +7,9 @@ from dataclasses import dataclass
 
 import gymnasium as gym
 
-from ragen_rllib.agent.chat_format import ChatFormat
+from ragen_rllib.agent.chat_format import ChatFormat, TurnInput, as_messages
 from ragen_rllib.agent.config import CONTEXT_SINGLE, AgentConfig
-from ragen_rllib.agent.parsing import ParsedResponse, parse_response
+from ragen_rllib.agent.parsing import ParsedResponse, parse_response, parse_tool_response
 from ragen_rllib.agent.prompts import TurnView, history_summary, system_prompt, user_message
 from ragen_rllib.agent.transcript import Sample, Transcript
 from ragen_rllib.agent.turns import TurnResult, execute_turn
@@ -34,7 +34,7 @@ class TurnRecord:
     text: str
     parsed: ParsedResponse
     result: TurnResult
-    user_text: str = ""  # the user message this turn answered (the observation as the model saw it)
+    user_text: str = ""  # the input this turn answered, as text (tool results: one "[tool] ..." line each)
 
 
 class AgentEpisode:
@@ -56,11 +56,23 @@ class AgentEpisode:
             self.fail(err)
         base = env.unwrapped
         self.action_names: list[str] = list(getattr(base, "action_names", []))
-        self.system = system_prompt(base.instruction, self.action_names, cfg)
-        self.transcript = Transcript(chat, cfg, self.system)
+        self.tools: list[dict] = [t.schema() for t in getattr(base, "tools", None) or []]
+        if self.tools and not cfg.enable_think:
+            raise ValueError(f"{type(base).__name__} offers tools, which need agent enable_think=True: with "
+                             "enable_think=False every response is pre-filled with <answer>, so no tool can be called")
+        self.question = self.state  # what a tool env's user turns show (its state between calls is a tool result)
+        self.system = system_prompt(base.instruction, self.action_names, cfg, tools=self.tools,
+                                    describe_tools=not chat.native_tools)
+        self.transcript = Transcript(chat, cfg, self.system, tools=self.tools if chat.native_tools else None)
         self.turns: list[TurnRecord] = []
         self.actions_left = cfg.max_actions_per_traj
         self.success = False
+
+    def turn_input(self) -> TurnInput:
+        """What the coming turn starts from: the tool results of the last turn's calls, else a user message."""
+        if self.turns and self.turns[-1].parsed.num_tool_calls:
+            return self.chat.tool_messages(self.turns[-1].result.observations)
+        return self.user_text()
 
     def user_text(self) -> str:
         """The user message of the coming turn."""
@@ -70,11 +82,12 @@ class AgentEpisode:
             history = history_summary([(t.result.actions, t.result.reward) for t in self.turns])
         view = TurnView(
             turn=len(self.turns) + 1,
-            state=self.state,
+            state=self.question if self.tools else self.state,
             actions_left=self.actions_left,
             last_reward=None if last is None else last.reward,
             last_invalid=last is not None and not last.action_is_valid,
             history=history,
+            tools=bool(self.tools),
         )
         return user_message(view, self.cfg)
 
@@ -82,14 +95,17 @@ class AgentEpisode:
         """Token ids to generate the next response from."""
         if self.done:
             raise RuntimeError("the episode is done")
-        return self.transcript.next_prompt(self.user_text())
+        return self.transcript.next_prompt(self.turn_input())
 
     def step(self, response_ids: Sequence[int], logprobs: Sequence[float] | None = None) -> TurnRecord:
         """Take the sampled ids of the current turn, parse them and act in the env."""
-        user_text = self.user_text()
+        turn_input = self.turn_input()
+        user_text = turn_input if isinstance(turn_input, str) else "\n".join(
+            f"[{m['role']}] {m['content']}" for m in as_messages(turn_input))
         self.transcript.add_response(response_ids, logprobs)
         text = self.chat.decode_response(response_ids)
-        parsed = parse_response(text, self.cfg, self.action_names)
+        parsed = parse_tool_response(text, self.cfg) if self.tools else parse_response(text, self.cfg,
+                                                                                         self.action_names)
         result = execute_turn(self.env, parsed, self.cfg, self.actions_left, self.state)
         self.transcript.set_reward(result.reward)
         record = TurnRecord(state=str(self.state), response_ids=tuple(response_ids), text=text, parsed=parsed,

@@ -6,21 +6,45 @@ rollouts and the tokenizer corpus share one format.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ragen_rllib.agent.config import AgentConfig
+from ragen_rllib.envs.tools import TOOL_CALL_CLOSE, TOOL_CALL_OPEN  # Hermes / Qwen2 tags, also the env's action form
 
 THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
 ANSWER_OPEN, ANSWER_CLOSE = "<answer>", "</answer>"
 FORMAT_TAGS = (THINK_OPEN, THINK_CLOSE, ANSWER_OPEN, ANSWER_CLOSE)
+TOOL_TAGS = (TOOL_CALL_OPEN, TOOL_CALL_CLOSE)
 INVALID_WARNING = "No valid action provided previously. Environment state remains the same. Please try again."
 
 
-def system_prompt(instruction: str, action_names: Sequence[str], cfg: AgentConfig) -> str:
-    """System message: instruction (with the env's symbol legend), actions, separator and budgets."""
+def tools_text(tools: Sequence[dict]) -> str:
+    """Hermes' text description of tools (``tools=`` schemas), for chat templates that do not render tools."""
+    signatures = "\n".join(json.dumps(t) for t in tools)
+    return ("# Tools\n\nYou may call one or more functions to assist with the user query.\n\n"
+            f"You are provided with function signatures within <tools></tools> XML tags:\n<tools>\n{signatures}\n"
+            "</tools>\n\nFor each function call, return a json object with function name and arguments within "
+            f"{TOOL_CALL_OPEN}{TOOL_CALL_CLOSE} XML tags:\n{TOOL_CALL_OPEN}\n"
+            '{"name": <function-name>, "arguments": <args-json-object>}\n' + TOOL_CALL_CLOSE)
+
+
+def system_prompt(instruction: str, action_names: Sequence[str], cfg: AgentConfig,
+                  tools: Sequence[dict] = (), describe_tools: bool = True) -> str:
+    """System message: instruction (with the env's symbol legend), actions, separator and budgets.
+
+    ``tools`` (``tools=`` schemas) are the env's tools; ``describe_tools`` writes them into the text (for chat
+    templates that do not render them themselves)."""
     parts = [cfg.system_prefix + instruction.strip()]
-    if action_names:
+    if tools:
+        parts.append(
+            f"Call tools with {TOOL_CALL_OPEN} blocks, up to {cfg.max_actions_per_turn} per turn; their results come "
+            f"back in the next turn. You can make {cfg.max_actions_per_traj} calls in total. When you know the "
+            "answer, give it inside the answer tags: the answer ends the episode.")
+        if describe_tools:
+            parts.append(tools_text(tools))
+    elif action_names:
         parts.append(
             f"Your available actions are: {', '.join(action_names)}. You can make up to "
             f"{cfg.max_actions_per_turn} actions per turn, separated by the action separator \" {cfg.action_sep} \". "
@@ -31,12 +55,15 @@ def system_prompt(instruction: str, action_names: Sequence[str], cfg: AgentConfi
     return "\n".join(parts)
 
 
-def format_instruction(cfg: AgentConfig) -> str:
-    """The 'Always output ...' reminder of every user turn."""
+def format_instruction(cfg: AgentConfig, tools: bool = False) -> str:
+    """The 'Always output ...' reminder of every user turn (``tools``: the env offers tools)."""
+    answer = f"{ANSWER_OPEN} [your answer] {ANSWER_CLOSE}"
+    if tools:
+        answer = f"either tool calls {TOOL_CALL_OPEN} [call] {TOOL_CALL_CLOSE} or the final answer {answer}"
     if cfg.enable_think:
-        shape = f"{THINK_OPEN} [Your thoughts] {THINK_CLOSE} {ANSWER_OPEN} [your answer] {ANSWER_CLOSE}"
+        shape = f"{THINK_OPEN} [Your thoughts] {THINK_CLOSE} {answer}"
     else:
-        shape = f"{ANSWER_OPEN} [your answer] {ANSWER_CLOSE}"
+        shape = answer
     return (
         f"Always output: {shape} with no extra text. Strictly follow this format. "
         f"Max response length: {cfg.max_response_tokens} words (tokens)."
@@ -58,6 +85,7 @@ class TurnView:
     last_reward: float | None = None  # reward of the previous turn (None on the first turn)
     last_invalid: bool = False  # the previous turn had no parsable answer or an invalid action
     history: str = ""  # summary of earlier turns (single_turn mode only)
+    tools: bool = False  # the env offers tools
 
 
 def user_message(view: TurnView, cfg: AgentConfig) -> str:
@@ -70,7 +98,7 @@ def user_message(view: TurnView, cfg: AgentConfig) -> str:
     if view.history:
         lines.append(f"History:\n{view.history}\n")
     lines.append(f"Turn {view.turn}:\nState:\n{view.state}")
-    lines.append(f"You have {view.actions_left} actions left. {format_instruction(cfg)}")
+    lines.append(f"You have {view.actions_left} actions left. {format_instruction(cfg, view.tools)}")
     return "\n".join(lines)
 
 

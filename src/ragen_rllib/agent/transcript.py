@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from ragen_rllib.agent.chat_format import ChatFormat
+from ragen_rllib.agent.chat_format import ChatFormat, TurnInput
 from ragen_rllib.agent.config import CONTEXT_FULL, CONTEXT_LIMITED, AgentConfig
 
 
@@ -58,7 +58,7 @@ class Sample:
 
 @dataclass
 class _Turn:
-    user: str
+    user: TurnInput
     prompt_len: int
     response: list[int] = field(default_factory=list)
     reward: float = 0.0
@@ -67,16 +67,17 @@ class _Turn:
 class Transcript:
     """The conversation of one trajectory as token ids (see the module docstring)."""
 
-    def __init__(self, chat: ChatFormat, cfg: AgentConfig, system: str) -> None:
+    def __init__(self, chat: ChatFormat, cfg: AgentConfig, system: str, tools: list[dict] | None = None) -> None:
         self.chat, self.cfg, self.system = chat, cfg, system
+        self.tools = tools  # ``tools=`` schemas for templates that render them
         self.turns: list[_Turn] = []
         self._samples: list[Sample] = []
         self._open: Sample | None = None  # full mode: the growing sample
         self._budget = cfg.max_model_len - cfg.max_response_tokens  # longest prompt allowed
 
     # ------------------------------------------------------------------ turn protocol
-    def next_prompt(self, user: str) -> list[int]:
-        """Token ids of the generation prompt for a new turn whose user message is ``user``."""
+    def next_prompt(self, user: TurnInput) -> list[int]:
+        """Token ids of the generation prompt for a new turn whose input is ``user`` (a text or messages)."""
         if self._awaiting:
             raise RuntimeError("add_response() must be called before the next prompt")
         if self.cfg.context_mode == CONTEXT_FULL:
@@ -123,7 +124,7 @@ class Transcript:
     def _full_prompt(self, user: str) -> list[int]:
         if self._open is not None and self.turns:
             last = self.turns[-1]
-            cont = self.chat.continuation(self.system, last.user, last.response, user)
+            cont = self.chat.continuation(self.system, last.user, last.response, user, tools=self.tools)
             if len(self._open.input_ids) + len(cont) <= self._budget:
                 self._open.extend(cont, trained=False)
                 return list(self._open.input_ids)
@@ -134,11 +135,11 @@ class Transcript:
         self._open.extend(ids, trained=False)
         return ids
 
-    def _rebuilt_prompt(self, user: str, keep: int) -> list[int]:
+    def _rebuilt_prompt(self, user: TurnInput, keep: int) -> list[int]:
         """System + the latest ``keep`` turns (fewer if they do not fit) + ``user``."""
         history = [(t.user, t.response) for t in self.turns]
         for k in range(min(keep, len(history)), -1, -1):
-            ids, _ = self.chat.prompt(self.system, history[len(history) - k:] if k else [], user)
+            ids, _ = self.chat.prompt(self.system, history[len(history) - k:] if k else [], user, tools=self.tools)
             if len(ids) <= self._budget:
                 return ids
         raise ValueError(

@@ -25,6 +25,7 @@ class TurnResult:
         done: the env terminated or was truncated.
         success: the env reports success.
         state: the rendering after the turn.
+        observations: the observation after each executed action (tool envs: each call's result).
     """
 
     reward: float
@@ -35,6 +36,7 @@ class TurnResult:
     done: bool
     success: bool
     state: str
+    observations: tuple[str, ...] = ()
 
     @property
     def penalized(self) -> bool:
@@ -49,7 +51,7 @@ def execute_turn(env: gym.Env, parsed: ParsedResponse, cfg: AgentConfig, actions
     answers go to the env, whose ``action_is_valid`` decides. ``state`` is the rendering before the turn.
     A NaN or inf reward raises ValueError: the episode is then an env error, never trained on.
     """
-    reward, executed, effective = 0.0, [], 0
+    reward, executed, effective, observations = 0.0, [], 0, []
     valid = parsed.format_ok and parsed.num_invalid == 0
     done = success = False
     for action in parsed.actions:
@@ -59,6 +61,7 @@ def execute_turn(env: gym.Env, parsed: ParsedResponse, cfg: AgentConfig, actions
         if not math.isfinite(float(r)):  # ends the episode as an env error (rollout() catches it)
             raise ValueError(f"the env returned a non-finite reward {r!r} for the action {action!r}")
         executed.append(action)
+        observations.append(str(state))
         reward += float(r)
         valid = valid and bool(info[ACTION_IS_VALID])
         effective += int(bool(info[ACTION_IS_EFFECTIVE]))
@@ -69,4 +72,5 @@ def execute_turn(env: gym.Env, parsed: ParsedResponse, cfg: AgentConfig, actions
     if not valid:
         reward += cfg.format_penalty
     return TurnResult(reward=reward, format_ok=parsed.format_ok, action_is_valid=valid, actions=tuple(executed),
-                      num_effective=effective, done=done, success=success, state=state)
+                      num_effective=effective, done=done, success=success, state=state,
+                      observations=tuple(observations))

@@ -20,6 +20,7 @@ BUILTIN_ENVS: dict[str, str] = {
     "ragen/Sudoku-v0": "ragen_rllib.envs.sudoku:SudokuEnv",
     "ragen/2048-v0": "ragen_rllib.envs.game_2048:Game2048Env",
     "ragen/RubiksCube2x2-v0": "ragen_rllib.envs.rubiks_cube:RubiksCube2x2Env",
+    "ragen/SearchQA-v0": "ragen_rllib.envs.search_qa:SearchQAEnv",
 }
 
 

@@ -110,6 +110,16 @@ def check_env_config(env: str, env_config: Mapping[str, Any] | None) -> None:
                              f"{sorted(valid - _MAKE_KWARGS)}: drop or rename the key")
 
 
+def env_offers_tools(env: str) -> bool:
+    """The env class behind ``env`` (an id or import path) declares tools (a :class:`~ragen_rllib.envs.tools.ToolEnv`
+    or any class with a non-empty ``tools`` attribute)."""
+    target = resolve_env(env)
+    if not isinstance(target, type):
+        target = load_env_creator(gym.spec(target).entry_point) if isinstance(gym.spec(target).entry_point, str) \
+            else gym.spec(target).entry_point
+    return bool(getattr(target, "tools", None))
+
+
 def make_env(env: str, env_config: Mapping[str, Any] | None = None) -> gym.Env:
     """An env instance from an id or import path (see :func:`resolve_env`)."""
     target = resolve_env(env)

@@ -1,4 +1,4 @@
-"""Deterministic text corpus for training the tiny tokenizer: every built-in env's instruction,
+"""Deterministic text corpus for training the tiny tokenizer: the grid and puzzle envs' instructions,
 renderings and action names, in the agent layer's prompt format."""
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ from ragen_rllib.agent.prompts import (
     system_prompt,
     user_message,
 )
-from ragen_rllib.envs import BUILTIN_ENVS
 
 FORMAT_TOKENS = FORMAT_TAGS  # added to the tokenizer as single tokens
 #: Extra env_configs whose renderings differ from the defaults (observation formats, sizes).
@@ -26,6 +25,10 @@ VARIANTS: dict[str, list[dict]] = {
     "ragen/Sokoban-v0": [{"num_boxes": 1}, {"num_boxes": 1, "observation_format": "grid_coord"}, {}],
     "ragen/Sudoku-v0": [{}, {"size": 9}],
 }
+#: The envs the corpus renders: a fixed list, so a new env does not change the tiny models (their tokenizer is
+#: byte-level, so they still read and write any other env's text).
+CORPUS_ENVS = ("ragen/FrozenLake-v0", "ragen/Sokoban-v0", "ragen/Bandit-v0", "ragen/Countdown-v0",
+               "ragen/MetaMathQA-v0", "ragen/Sudoku-v0", "ragen/2048-v0", "ragen/RubiksCube2x2-v0")
 SEEDS_PER_CONFIG = 12  # resets per env config
 STEPS_PER_EPISODE = 4  # random steps rendered per reset
 
@@ -57,7 +60,9 @@ def _episode_texts(env: gym.Env, seed: int, rng: np.random.Generator) -> Iterato
 def training_corpus() -> Iterator[str]:
     """Yield the corpus strings (same order every call)."""
     rng = np.random.default_rng(0)
-    for env_id in BUILTIN_ENVS:
+    import ragen_rllib.envs  # noqa: F401  (registers the built-in envs)
+
+    for env_id in CORPUS_ENVS:
         for cfg in VARIANTS.get(env_id, [{}]):
             env = gym.make(env_id, **cfg)
             for seed in range(SEEDS_PER_CONFIG):

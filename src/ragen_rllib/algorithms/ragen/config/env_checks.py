@@ -6,7 +6,7 @@ with the fix, tags parse, and the groups split evenly over the runners (see :mod
 from __future__ import annotations
 
 from ragen_rllib.core.env_tags import split_groups
-from ragen_rllib.envs.loading import check_env_config, import_env_modules, unregistered_in_runners
+from ragen_rllib.envs.loading import check_env_config, env_offers_tools, import_env_modules, unregistered_in_runners
 
 
 def check_envs(config) -> None:
@@ -17,6 +17,10 @@ def check_envs(config) -> None:
     train, val = config.train_tags, config.val_tags
     for tag in (*train, *val):
         check_env_config(tag.env, tag.env_config)
+        if env_offers_tools(tag.env) and not config.agent_config().enable_think:
+            raise ValueError(f"env {tag.env!r} offers tools, which need enable_think=True (agent settings): with "
+                             "enable_think=False every response is pre-filled with <answer>, so no tool can be "
+                             "called. Set .training(enable_think=True) (config files: training: {enable_think: true})")
     remote = config.num_env_runners > 0  # a local runner (0) shares the driver's gymnasium registry
     local = unregistered_in_runners([t.env for t in (*train, *val)], config.env_modules) if remote else []
     if local:
