@@ -90,6 +90,26 @@ def _cmd_envs(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_serve_env(args: argparse.Namespace) -> int:
+    import json
+
+    try:
+        env_config = json.loads(args.env_config)
+    except json.JSONDecodeError as err:
+        raise ValueError(f"--env-config {args.env_config!r} is not JSON ({err}); e.g. --env-config "
+                         "'{\"size\": 4}'") from None
+    if not isinstance(env_config, dict):
+        raise ValueError(f"--env-config {args.env_config!r} must be a JSON object, e.g. '{{\"size\": 4}}'")
+    from ragen_rllib.envs.catalog import resolve_env_id
+    from ragen_rllib.envs.openenv_server import serve
+
+    env = args.env if ":" in args.env else resolve_env_id(args.env)
+    print(f"serving {env} on http://{args.host}:{args.port} (OpenEnv: /ws sessions, /health, /schema)", flush=True)
+    serve(env, env_config, host=args.host, port=args.port, max_concurrent_envs=args.max_sessions,
+          session_timeout_s=args.session_timeout_s)
+    return 0
+
+
 def _cmd_make_model(args: argparse.Namespace) -> int:
     from ragen_rllib.models.make_model import make_model
 
@@ -188,6 +208,17 @@ def build_parser() -> argparse.ArgumentParser:
     play.set_defaults(func=_cmd_play_envs)
     envs = sub.add_parser("envs", help="list the built-in environments and their config keys")
     envs.set_defaults(func=_cmd_envs)
+    se = sub.add_parser("serve-env", help="serve an env over OpenEnv's protocol (WebSocket sessions, HTTP)",
+                        description="Serve ENV (a gymnasium id, a built-in's short name or module:Class) as an "
+                        "OpenEnv server; train on it with .environment('http://HOST:PORT').")
+    se.add_argument("env", help="the env: ragen/FrozenLake-v0, FrozenLake, SearchQA, my_pkg.envs:MyEnv")
+    se.add_argument("--port", type=int, default=8000, help="TCP port")
+    se.add_argument("--host", default="127.0.0.1", help="address to bind (default: this machine only)")
+    se.add_argument("--env-config", default="{}", metavar="JSON", help="the env's env_config as a JSON object")
+    se.add_argument("--max-sessions", type=int, default=64, help="concurrent episodes (sessions) the server holds")
+    se.add_argument("--session-timeout-s", type=float, default=600.0,
+                    help="a session idle this long is closed and its env dropped")
+    se.set_defaults(func=_cmd_serve_env)
     mm = sub.add_parser("make-model", help="build a tiny model or bring a pretrained one (GGUF, HF), optionally "
                         "warm-started on oracle demonstrations",
                         description="Write a Hugging Face model directory to --out: a tiny model built from scratch "

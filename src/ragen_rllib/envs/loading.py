@@ -31,9 +31,13 @@ def import_env_modules(modules: Iterable[str], key: str = "env_modules") -> None
 
 
 def resolve_env(env: str) -> str | type:
-    """The registered id, or the class an import path names; ValueError (with the known ids) otherwise."""
+    """The registered id, or the class an import path names (an env server's URL: :class:`ServedEnv`);
+    ValueError (with the known ids) otherwise."""
     import ragen_rllib.envs  # noqa: F401  (registers the built-in envs)
+    from ragen_rllib.envs.served import ServedEnv, is_url
 
+    if is_url(env):
+        return ServedEnv
     if env in gym.registry:
         return env
     if ":" in env:
@@ -122,6 +126,10 @@ def env_offers_tools(env: str) -> bool:
 
 def make_env(env: str, env_config: Mapping[str, Any] | None = None) -> gym.Env:
     """An env instance from an id or import path (see :func:`resolve_env`)."""
+    from ragen_rllib.envs.served import ServedEnv, is_url
+
     target = resolve_env(env)
     kwargs = dict(env_config or {})
+    if is_url(env):
+        return ServedEnv(url=env, **kwargs)
     return target(**kwargs) if isinstance(target, type) else gym.make(target, **kwargs)

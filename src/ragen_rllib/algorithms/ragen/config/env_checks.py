@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from ragen_rllib.core.env_tags import split_groups
 from ragen_rllib.envs.loading import check_env_config, env_offers_tools, import_env_modules, unregistered_in_runners
+from ragen_rllib.envs.served import check_server, is_url
 
 
 def check_envs(config) -> None:
@@ -17,6 +18,8 @@ def check_envs(config) -> None:
     train, val = config.train_tags, config.val_tags
     for tag in (*train, *val):
         check_env_config(tag.env, tag.env_config)
+        if is_url(tag.env):
+            check_server(tag.env, tag.env_config)
         if env_offers_tools(tag.env) and not config.agent_config().enable_think:
             raise ValueError(f"env {tag.env!r} offers tools, which need enable_think=True (agent settings): with "
                              "enable_think=False every response is pre-filled with <answer>, so no tool can be "

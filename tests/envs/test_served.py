@@ -1,0 +1,196 @@
+"""Envs behind OpenEnv servers, with real server processes: `ragen-rllib serve-env` talks to openenv-core's own
+client, our ServedEnv talks to a server built from openenv-core's own classes, a served env equals the env
+in-process (tools included), one server holds concurrent sessions, and a server that dies, hangs or answers
+garbage ends only the affected episodes, after which the env reconnects to the restarted server."""
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+import requests
+
+from ragen_rllib.envs.loading import make_env
+from ragen_rllib.envs.served import ServedEnv, ServedEnvError
+from ragen_rllib.envs.tools import tool_call_action
+
+pytestmark = pytest.mark.slow
+FOREIGN = Path(__file__).with_name("openenv_test_servers.py")
+LAKE = {"size": 4, "is_slippery": True, "success_rate": 0.8}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def server(cmd: list[str], port: int):
+    """A server process (its own process group), up once /health answers; killed on exit."""
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if requests.get(f"http://127.0.0.1:{port}/health", timeout=1).ok:
+                    break
+            except requests.RequestException:
+                pass
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"server did not start: {proc.stdout.read().decode()[-2000:]}")
+            time.sleep(0.2)
+        yield proc
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+
+
+def ours(env: str, port: int, env_config: str = "{}") -> list[str]:
+    return [sys.executable, "-m", "ragen_rllib.cli", "serve-env", env, "--port", str(port), "--env-config", env_config]
+
+
+def foreign(mode: str, port: int) -> list[str]:
+    return [sys.executable, str(FOREIGN), str(port), mode]
+
+
+def test_serve_env_speaks_openenv_to_openenv_cores_own_client():
+    from openenv.core.generic_client import GenericEnvClient
+
+    port = free_port()
+    local = make_env("ragen/FrozenLake-v0", LAKE)
+    with server(ours("FrozenLake", port, '{"size": 4, "is_slippery": true, "success_rate": 0.8}'), port):
+        schema = requests.get(f"http://127.0.0.1:{port}/schema", timeout=5).json()
+        assert set(schema["action"]["properties"]) >= {"action"}
+        with GenericEnvClient(base_url=f"http://127.0.0.1:{port}").sync() as client:
+            first = client.reset(seed=11)
+            text, _ = local.reset(seed=11)
+            assert first.observation["text"] == text and first.done is False
+            assert first.observation["action_names"] == ["Left", "Down", "Right", "Up"]
+            for action in ["Down", "Right", "Down", "Right", "Down", "Right"]:
+                got = client.step({"action": action})
+                text, reward, term, trunc, info = local.step(action)
+                assert (got.observation["text"], got.reward, got.done, got.observation["info"]) == \
+                    (text, reward, term or trunc, info)
+                if got.done:
+                    break
+
+
+def test_a_served_tool_env_equals_the_env_in_process_and_sessions_are_concurrent():
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    with server(ours("SearchQA", port), port):
+        def play(seed):
+            remote, local = make_env(url, {"message_timeout_s": 30}), make_env("ragen/SearchQA-v0")
+            assert isinstance(remote, ServedEnv)
+            out = [(remote.reset(seed=seed), local.reset(seed=seed))]
+            assert [t.name for t in remote.tools] == ["search"] and remote.instruction == local.unwrapped.instruction
+            for action in [tool_call_action("search", {"query": local.unwrapped.question.searches[0]}),
+                           '<tool_call>{"name": "search", "arguments": {"query": 1}}</tool_call>',
+                           local.unwrapped.question.answer]:
+                out.append((remote.step(action), local.step(action)))
+            remote.close()
+            return out
+
+        with ThreadPoolExecutor(8) as pool:  # 8 episodes at once on one server, each its own session
+            results = list(pool.map(play, range(8)))
+    for pairs in results:
+        for remote, local in pairs:
+            assert remote == local
+        assert pairs[-1][0][1] == 1.0 and pairs[2][0][0].startswith("Error: bad arguments")
+    assert len({pairs[0][0][0] for pairs in results}) > 1  # different seeds, different questions
+
+
+def test_servedenv_plays_an_env_built_on_openenv_cores_own_server_classes():
+    port = free_port()
+    with server(foreign("echo", port), port):
+        env = make_env(f"http://127.0.0.1:{port}")
+        text, info = env.reset(seed=5)
+        assert text == "ready (seed 5)" and info["success"] is False
+        assert env.instruction  # from /metadata
+        assert env.step("hello") == ("hello", 5.0, False, False,
+                                     {"success": False, "action_is_valid": True, "action_is_effective": True})
+        assert env.step("hi")[0] == "hi"
+        text, reward, term, trunc, info = env.step("bye")
+        assert (text, reward, term, trunc, info["success"]) == ("bye", 3.0, True, False, True)
+
+
+def test_a_server_that_dies_hangs_or_answers_garbage_ends_the_episode_and_the_env_reconnects():
+    port = free_port()
+    env = ServedEnv(f"http://127.0.0.1:{port}", connect_timeout_s=2, message_timeout_s=1.5)
+    with server(ours("FrozenLake", port), port) as proc:
+        env.reset(seed=0)
+        env.step("Left")
+        os.killpg(proc.pid, signal.SIGSTOP)  # hangs
+        start = time.monotonic()
+        with pytest.raises(ServedEnvError, match="step failed"):
+            env.step("Left")
+        assert time.monotonic() - start < 5
+        os.killpg(proc.pid, signal.SIGCONT)
+        env.reset(seed=0)  # a new session on the same, recovered, server
+        os.killpg(proc.pid, signal.SIGKILL)  # dies
+        proc.wait()
+        with pytest.raises(ServedEnvError, match="step failed"):
+            env.step("Left")
+        with pytest.raises(ServedEnvError):
+            env.reset(seed=1)  # still down: the next episode fails too, quickly
+    with server(ours("FrozenLake", port), port):  # back on the same port: the env reconnects
+        text, _ = env.reset(seed=0)
+        assert text == make_env("ragen/FrozenLake-v0").reset(seed=0)[0]
+        assert env.step("Left")[4]["action_is_valid"]
+    for mode, match in (("garbage", "reset failed: JSONDecodeError"), ("wrong", "not an OpenEnv result")):
+        port = free_port()
+        with server(foreign(mode, port), port):
+            with pytest.raises(ServedEnvError, match=match):
+                ServedEnv(f"http://127.0.0.1:{port}", message_timeout_s=2).reset(seed=0)
+
+
+def test_a_dead_server_fails_only_its_episodes_in_a_rollout():
+    """The rollout loop (tiny model, HF engine): episodes on a dead server end as env errors; the in-process ones
+    finish."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from ragen_rllib.agent.chat_format import ChatFormat
+    from ragen_rllib.agent.config import AgentConfig
+    from ragen_rllib.agent.prompts import generation_prefill
+    from ragen_rllib.agent.rollout import rollout
+    from ragen_rllib.engines.base import SamplingConfig
+    from ragen_rllib.engines.hf_engine import HFEngine
+    from ragen_rllib.models.tiny import tiny_model_path
+
+    tok = AutoTokenizer.from_pretrained(tiny_model_path("nano"))
+    engine = HFEngine(AutoModelForCausalLM.from_pretrained(tiny_model_path("nano")), tok)
+    port = free_port()
+    cfg = AgentConfig(max_turns=2, max_response_tokens=16, max_model_len=1024)
+    chat = ChatFormat(tok, prefill=generation_prefill(cfg))
+    dead = [ServedEnv(f"http://127.0.0.1:{port}", connect_timeout_s=1) for _ in range(2)]
+    alive = [make_env("ragen/FrozenLake-v0") for _ in range(2)]
+    episodes = rollout(engine, chat, [*dead, *alive], [0, 1, 2, 3], cfg, SamplingConfig(seed=0))
+    assert [ep.error is not None for ep in episodes] == [True, True, False, False]
+    assert episodes[0].error.startswith("ServedEnvError") and "Connection refused" in episodes[0].error
+    assert all(ep.turns for ep in episodes[2:])
+
+
+def test_bad_settings_name_the_key():
+    with pytest.raises(ValueError, match=r"env_config\['url'\] = 'localhost:8000' is invalid"):
+        ServedEnv("localhost:8000")
+    with pytest.raises(ValueError, match=r"env_config\['message_timeout_s'\] = 0 is invalid"):
+        make_env("http://127.0.0.1:1", {"message_timeout_s": 0})
+
+
+def test_a_config_naming_a_server_that_is_not_up_is_refused_before_any_runner():
+    from ragen_rllib import RagenConfig
+
+    port = free_port()
+    config = RagenConfig().environment(f"http://127.0.0.1:{port}", env_config={"connect_timeout_s": 1})
+    with pytest.raises(ValueError, match=f"env 'http://127.0.0.1:{port}': no env server answers there.*serve-env"):
+        config.validate()
+    with server(ours("FrozenLake", port), port):
+        config.validate()
