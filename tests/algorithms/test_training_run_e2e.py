@@ -29,8 +29,17 @@ run: {stop: {training_iteration: 3}, checkpoint_every: 1}
 def test_train_checkpoints_and_resumes_exactly_after_a_kill(ray_session, tmp_path, capsys):
     cfg = tmp_path / "run.yaml"
     cfg.write_text(CONFIG)
-    ref = tmp_path / "reference"  # uninterrupted: 3 iterations
-    assert main(["train", str(cfg), f"run.out_dir={ref}", "run.loggers=[tensorboard,wandb,mlflow]"]) == 0
+    # the same run in its own process, SIGKILLed (with its whole process group) once iteration 2 is checkpointed;
+    # it runs (and is watched and killed from a thread) while the uninterrupted reference run trains here
+    out = tmp_path / "run"
+    killed = KillOnceCheckpointed(cfg, out, "iter_0002")
+    try:
+        ref = tmp_path / "reference"  # uninterrupted: 3 iterations
+        assert main(["train", str(cfg), f"run.out_dir={ref}", "run.loggers=[tensorboard,wandb,mlflow]"]) == 0
+    except BaseException:
+        killed.kill()
+        raise
+    killed_after = killed.result()
     log = capsys.readouterr().out
     assert log.count("success") == 3 and "validation" in log and "stopped: training_iteration=3 >= 3" in log
     assert sorted(p.name for p in (ref / "checkpoints").iterdir()) == ["iter_0001", "iter_0002", "iter_0003"]
@@ -41,9 +50,6 @@ def test_train_checkpoints_and_resumes_exactly_after_a_kill(ray_session, tmp_pat
     assert (ref / CURVE_FILE).stat().st_size > 0
     assert "tiny:nano" in (ref / CONFIG_FILE).read_text()
 
-    # the same run in its own process, SIGKILLed (with its whole process group) once iteration 2 is checkpointed
-    out = tmp_path / "run"
-    killed_after = kill_once_checkpointed(cfg, out, "iter_0002")
     # resume: continues at iteration 3 from the last complete checkpoint
     assert main(["train", "--resume", str(out)]) == 0
     log = capsys.readouterr().out
@@ -78,25 +84,56 @@ def test_train_checkpoints_and_resumes_exactly_after_a_kill(ray_session, tmp_pat
     assert dom.count('data-shown="1"') == 6 and '<span id="shown-count">6</span>' in dom
 
 
-def kill_once_checkpointed(cfg, out, name):
-    """Run ``ragen-rllib train`` in a new process group; SIGKILL the group as soon as ``checkpoints/<name>``
-    exists. Returns the newest checkpoint's name at that moment."""
-    import os
-    import signal
-    import subprocess
-    import sys
-    import time
+class KillOnceCheckpointed:
+    """Run ``ragen-rllib train`` in a new process group; a thread SIGKILLs the group as soon as
+    ``checkpoints/<name>`` exists. :meth:`result`: the newest checkpoint's name at that moment."""
 
-    proc = subprocess.Popen([sys.executable, "-m", "ragen_rllib.cli", "train", str(cfg), f"run.out_dir={out}"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-    deadline = time.time() + 300
-    while not (out / "checkpoints" / name).exists():
-        assert proc.poll() is None, f"the training process ended ({proc.returncode}) before {name}"
-        assert time.time() < deadline, f"no {name} within 300 s"
-        time.sleep(0.1)
-    os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait()
-    return sorted(p.name for p in (out / "checkpoints").iterdir())[-1]
+    def __init__(self, cfg, out, name):
+        import subprocess
+        import sys
+        import threading
+
+        self.out, self.name, self.error, self.newest = out, name, None, None
+        self.proc = subprocess.Popen([sys.executable, "-m", "ragen_rllib.cli", "train", str(cfg),
+                                      f"run.out_dir={out}"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                     start_new_session=True)
+        self.thread = threading.Thread(target=self._watch, daemon=True)
+        self.thread.start()
+
+    def _watch(self):
+        import time
+
+        deadline = time.time() + 300
+        try:
+            while not (self.out / "checkpoints" / self.name).exists():
+                if self.proc.poll() is not None:
+                    self.error = f"the training process ended ({self.proc.returncode}) before {self.name}"
+                    return
+                if time.time() > deadline:
+                    self.error = f"no {self.name} within 300 s"
+                    return
+                time.sleep(0.1)
+            self.kill()
+            self.newest = sorted(p.name for p in (self.out / "checkpoints").iterdir())[-1]
+        finally:
+            self.kill()
+
+    def kill(self):
+        import os
+        import signal
+
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        self.proc.wait()
+
+    def result(self):
+        self.thread.join(timeout=330)
+        if self.thread.is_alive():
+            self.kill()
+        assert self.error is None and not self.thread.is_alive(), self.error
+        return self.newest
 
 
 def assert_same_learner_state(a, b):
