@@ -86,7 +86,7 @@ def test_serve_env_speaks_openenv_to_openenv_cores_own_client():
 def test_a_served_tool_env_equals_the_env_in_process_and_sessions_are_concurrent():
     port = free_port()
     url = f"http://127.0.0.1:{port}"
-    with server(ours("SearchQA", port), port):
+    with server(ours("SearchQA", port), port) as proc:
         def play(seed):
             remote, local = make_env(url, {"message_timeout_s": 30}), make_env("ragen/SearchQA-v0")
             assert isinstance(remote, ServedEnv)
@@ -106,6 +106,7 @@ def test_a_served_tool_env_equals_the_env_in_process_and_sessions_are_concurrent
             assert remote == local
         assert pairs[-1][0][1] == 1.0 and pairs[2][0][0].startswith("Error: bad arguments")
     assert len({pairs[0][0][0] for pairs in results}) > 1  # different seeds, different questions
+    assert "Traceback" not in proc.stdout.read().decode()  # sessions the client closed end quietly
 
 
 def test_servedenv_plays_an_env_built_on_openenv_cores_own_server_classes():

@@ -121,3 +121,9 @@ def assistant_text(think: str, answer: str, cfg: AgentConfig) -> str:
     if cfg.enable_think:
         return f" {think.strip()} {THINK_CLOSE} {ANSWER_OPEN} {answer.strip()} {ANSWER_CLOSE}"
     return f" {answer.strip()} {ANSWER_CLOSE}"
+
+
+def tool_call_text(think: str, calls: Sequence[str]) -> str:
+    """A well-formed tool-calling response AFTER the ``<think>`` prefill (used by demonstrations):
+    ``' thoughts </think>\\n<tool_call>{...}</tool_call>'`` (``calls`` are whole ``<tool_call>`` blocks)."""
+    return f" {think.strip()} {THINK_CLOSE}\n" + "\n".join(calls)

@@ -104,8 +104,31 @@ def create_app(env_id: str, env_config: dict | None = None, max_concurrent_envs:
 
     make_env(env_id, env_config).close()  # a bad id or env_config fails here, before the server starts
     concurrency = ConcurrencyConfig(max_concurrent_envs=max_concurrent_envs, session_timeout=session_timeout_s)
-    return create_fastapi_app(environment_class(env_id, env_config), TextAction, TextObservation,
-                              concurrency_config=concurrency)
+    app = create_fastapi_app(environment_class(env_id, env_config), TextAction, TextObservation,
+                             concurrency_config=concurrency)
+    app.add_middleware(_QuietClientClose)
+    return app
+
+
+class _QuietClientClose:
+    """ASGI middleware: a WebSocket session the client closed first ends quietly.
+
+    openenv-core 0.3.0's ``/ws`` handler closes the socket in a ``finally`` that only catches ``RuntimeError``;
+    when the client (openenv-core's own ``GenericEnvClient`` included) has already closed it, uvicorn raises a
+    disconnect there and logs a traceback for every finished episode. The session is already destroyed by then,
+    so nothing is lost by ending quietly."""
+
+    def __init__(self, app) -> None:
+        self.app = app
+
+    async def __call__(self, scope, receive, send) -> None:
+        from starlette.websockets import WebSocketDisconnect
+
+        try:
+            await self.app(scope, receive, send)
+        except WebSocketDisconnect:
+            if scope.get("type") != "websocket":
+                raise
 
 
 def serve(env_id: str, env_config: dict | None = None, host: str = DEFAULT_HOST, port: int = 8000,

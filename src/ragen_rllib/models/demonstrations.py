@@ -14,7 +14,8 @@ import numpy as np
 from ragen_rllib.agent.chat_format import ChatFormat
 from ragen_rllib.agent.config import AgentConfig
 from ragen_rllib.agent.episode import AgentEpisode
-from ragen_rllib.agent.prompts import assistant_text
+from ragen_rllib.agent.prompts import assistant_text, tool_call_text
+from ragen_rllib.envs.tools import TOOL_CALL_OPEN
 
 
 @dataclass(frozen=True)
@@ -65,6 +66,8 @@ def demo_actions(env: gym.Env, cfg: AgentConfig, policy: DemoPolicy, rng: np.ran
 
 def demo_think(actions: list[str], named: bool) -> str:
     """Short reasoning text of a demonstration turn."""
+    if actions[0].startswith(TOOL_CALL_OPEN):
+        return "I need to look this up."
     if named:
         return "I will move " + " then ".join(actions) + "."
     return f"The answer is {actions[0]}."
@@ -80,7 +83,10 @@ def demonstration(env: gym.Env, chat: ChatFormat, cfg: AgentConfig, policy: Demo
         actions = demo_actions(env, cfg, policy, rng)
         named = bool(ep.action_names)
         answer = f" {cfg.action_sep} ".join(actions) if named else actions[0]
-        text = assistant_text(demo_think(actions, named), answer, cfg)
+        if ep.tools and answer.startswith(TOOL_CALL_OPEN):  # a tool env's call, in the tool-call format
+            text = tool_call_text(demo_think(actions, named), [answer])
+        else:
+            text = assistant_text(demo_think(actions, named), answer, cfg)
         ep.step(chat.encode(text) + ([eos] if eos is not None else []))
     return ep
 
