@@ -29,7 +29,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = {"sokoban": ROOT / "configs" / "runs" / "sokoban_smollm2_cpu.yaml",
-           "frozenlake": ROOT / "configs" / "runs" / "frozenlake_smollm2_cpu.yaml"}
+           "frozenlake": ROOT / "configs" / "runs" / "frozenlake_smollm2_cpu.yaml",
+           "searchqa": ROOT / "configs" / "runs" / "searchqa_smollm2_cpu.yaml"}
 
 
 def parse_args(argv=None) -> argparse.Namespace:

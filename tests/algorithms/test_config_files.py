@@ -16,7 +16,7 @@ SHIPPED = sorted(CONFIGS.rglob("*.yaml"))
 def test_configs_are_shipped_for_every_tag_preset_and_run():
     names = {p.relative_to(CONFIGS).as_posix() for p in SHIPPED}
     for tag in ("simple_sokoban", "coord_sokoban", "larger_sokoban", "frozenlake", "coord_frozenlake", "bandit",
-                "countdown", "metamathqa", "sudoku", "2048", "rubiks_cube_2x2"):
+                "countdown", "metamathqa", "sudoku", "2048", "rubiks_cube_2x2", "searchqa"):
         assert f"envs/{tag}.yaml" in names
     assert {f"algorithms/{p}.yaml" for p in PRESETS} <= names
     assert {"runs/sokoban_ppo.yaml", "runs/frozenlake_grpo_cpu.yaml"} <= names

@@ -17,7 +17,7 @@ def test_the_path_names_the_recipe_and_the_precision(monkeypatch, tmp_path, bf16
 
 
 def test_an_unknown_env_is_refused_with_the_choices(tmp_path):
-    with pytest.raises(ValueError, match=r"env='chess'.*\['frozenlake', 'sokoban'\]"):
+    with pytest.raises(ValueError, match=r"env='chess'.*\['frozenlake', 'searchqa', 'sokoban'\]"):
         smollm2_model_path(tmp_path, "chess")
 
 
@@ -31,14 +31,17 @@ def test_the_warm_start_teaches_the_prompt_and_env_its_rl_config_trains_on(env):
     """The demonstrations use the agent settings and env of configs/runs/<env>_smollm2_cpu.yaml, so RL starts
     from a model that was taught exactly the prompt it will see."""
     from ragen_rllib import RagenConfig
+    from ragen_rllib.envs.catalog import resolve_env_id
     from ragen_rllib.envs.tags import RAGEN_TAGS
 
     config = RagenConfig.from_yaml(ROOT / "configs" / "runs" / f"{env}_smollm2_cpu.yaml")
-    for key, value in AGENT.items():
+    for key, value in (RECIPES[env].agent or AGENT).items():
         assert getattr(config, key) == value, key
-    tag = RAGEN_TAGS[RECIPES[env].tag]
-    assert config.env == tag.env
-    demo_env = {**tag.env_config, **RECIPES[env].env_config}
+    name = RECIPES[env].tag  # a RAGEN tag, or an env's short name
+    tag_env, tag_config = (RAGEN_TAGS[name].env, RAGEN_TAGS[name].env_config) if name in RAGEN_TAGS else \
+        (resolve_env_id(name), {})
+    assert config.env == tag_env
+    demo_env = {**tag_config, **RECIPES[env].env_config}
     assert {k: (list(v) if isinstance(v, tuple) else v) for k, v in demo_env.items()} == dict(config.env_config)
 
 

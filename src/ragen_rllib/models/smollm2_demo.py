@@ -27,6 +27,7 @@ class WarmRecipe:
         episodes: oracle demonstration episodes.
         epochs: SFT epochs over them.
         noise: share of the demonstrated actions that are random instead of the oracle's.
+        agent: agent settings of the demonstrations and the RL runs (None: ``AGENT``).
     """
 
     tag: str
@@ -34,12 +35,17 @@ class WarmRecipe:
     episodes: int
     epochs: int
     noise: float
+    agent: dict | None = None
 
 
 #: env -> its warm start: one epoch, so the format is learnt and the play is not (room left for RL)
 RECIPES = {
     "sokoban": WarmRecipe("SimpleSokoban", {}, episodes=480, epochs=1, noise=0.1),
     "frozenlake": WarmRecipe("FrozenLake", {"size": 4, "is_slippery": False}, episodes=160, epochs=1, noise=0.45),
+    # tool calling: thinking on (tool envs need it), one search per turn (configs/runs/searchqa_smollm2_cpu.yaml)
+    "searchqa": WarmRecipe("SearchQA", {"split": "train", "top_k": 3}, episodes=200, epochs=1, noise=0.3,
+                           agent={"enable_think": True, "max_response_tokens": 64, "max_turns": 3,
+                                  "max_actions_per_turn": 1, "max_actions_per_traj": 3, "max_model_len": 2048}),
 }
 
 
@@ -94,7 +100,7 @@ def build_smollm2_model(root: str | Path, env: str, log: Callable[[str], None] =
     report = warm_start(tmp, WarmStartConfig(envs=(recipe.tag,), env_configs={recipe.tag: recipe.env_config},
                                              episodes_per_env=recipe.episodes,
                                              epochs=recipe.epochs, noise=recipe.noise,
-                                             agent=AgentConfig.from_dict(AGENT)),
+                                             agent=AgentConfig.from_dict(recipe.agent or AGENT)),
                         evaluate=False, base_model=BASE)
     shutil.rmtree(path, ignore_errors=True)
     tmp.rename(path)  # complete or absent: an interrupted build is not mistaken for a model
