@@ -15,6 +15,46 @@ def run(*args: str) -> str:
     return proc.stdout
 
 
+BACKGROUND = {}  # test name -> the arguments (to python) of its example run, given the run's temp dir
+
+
+def background(args_of):
+    """Decorator: the test's example run (``python *args_of(tmp_path)``) starts in the background with the
+    module's other such runs that the session selected, two at a time in file order (one run alone leaves about
+    half of CI's two cores idle: Ray, vLLM and import start-ups); the test gets ``(stdout, tmp_path)`` from the
+    ``ran`` fixture (``out, tmp_path = ran()``), which fails the test as :func:`run` would."""
+    def register(test):
+        BACKGROUND[test.__name__] = args_of
+        return test
+    return register
+
+
+@pytest.fixture(scope="module")
+def background_runs(request, tmp_path_factory):
+    from concurrent.futures import ThreadPoolExecutor
+
+    selected = [item.function.__name__ for item in request.session.items
+                if item.module.__name__ == __name__ and item.function.__name__ in BACKGROUND]
+    pool = ThreadPoolExecutor(max_workers=2)
+    runs = {}
+    for name in dict.fromkeys(selected):
+        tmp = tmp_path_factory.mktemp(name.removeprefix("test_")[:30])
+        runs[name] = (pool.submit(subprocess.run, [sys.executable, *BACKGROUND[name](tmp)], cwd=ROOT,
+                                  capture_output=True, text=True, timeout=300), tmp)
+    yield runs
+    pool.shutdown(wait=True, cancel_futures=True)
+
+
+@pytest.fixture
+def ran(request, background_runs):
+    def wait():
+        future, tmp = background_runs[request.node.function.__name__]
+        proc = future.result()
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        return proc.stdout, tmp
+    return wait
+
+
 def test_custom_env_example_solves_its_game():
     out = run("examples/custom_env.py")
     assert "is correct!" in out and "success=True" in out
@@ -50,15 +90,16 @@ def test_cli_make_model_rejects_bad_input_before_building(tmp_path, flags, expec
 
 
 @pytest.mark.slow
-def test_cli_make_model_warm_start_runs_end_to_end(tmp_path):
+@background(lambda tmp_path: ["-m", "ragen_rllib.cli", "make-model", "--preset", "nano", "--out", str(tmp_path / "m"),
+                              "--warm-start", "FrozenLake", "--episodes", "96", "--epochs", "2", "--eval-episodes",
+                              "4", "--noise", "0.4"])
+def test_cli_make_model_warm_start_runs_end_to_end(ran):
     """The real console command on a tiny budget: builds, warm-starts, evaluates with the HF engine, saves."""
     import json
 
     from transformers import AutoModelForCausalLM
 
-    out = run("-m", "ragen_rllib.cli", "make-model", "--preset", "nano", "--out", str(tmp_path / "m"),
-              "--warm-start", "FrozenLake", "--episodes", "96", "--epochs", "2", "--eval-episodes", "4",
-              "--noise", "0.4")
+    out, tmp_path = ran()
     assert "acceptance rollout" in out and "turns parsed" in out
     record = json.loads((tmp_path / "m" / "warm_start.json").read_text())
     report = record["report"]
@@ -75,14 +116,16 @@ def test_frozenlake_demo_rejects_a_decay_shorter_than_its_warmup():
 
 
 @pytest.mark.slow
-def test_demo_seed_study_runs_each_seed_and_summarises(tmp_path):
+@background(lambda tmp_path: [
+    "benchmarks/demo_seeds.py", "--seeds", "0", "3", "--out", str(tmp_path / "runs"), "--results", str(tmp_path), "--",
+    "--model", "tiny:nano", "--iterations", "2", "--lr-warmup-steps", "1", "--env-groups", "2", "--group-size", "2",
+    "--val-groups", "2", "--max-response-tokens", "24"])
+def test_demo_seed_study_runs_each_seed_and_summarises(ran):
     """benchmarks/demo_seeds.py on a tiny budget: the README's main command (examples/train_frozenlake.py, nano
     model, two iterations) once per seed, each with its record, checkpoint and curve; one summary with the CPU."""
     import json
 
-    log = run("benchmarks/demo_seeds.py", "--seeds", "0", "3", "--out", str(tmp_path / "runs"), "--results",
-              str(tmp_path), "--", "--model", "tiny:nano", "--iterations", "2", "--lr-warmup-steps", "1",
-              "--env-groups", "2", "--group-size", "2", "--val-groups", "2", "--max-response-tokens", "24")
+    log, tmp_path = ran()
     assert "[demo] iter   2" in log and "[demo] validation success" in log  # the demo's own output
     record = json.loads((tmp_path / "demo_seeds.json").read_text())
     assert [r["seed"] for r in record["runs"]] == [0, 3] and "lift median" in log
@@ -103,18 +146,22 @@ def test_demo_seed_study_runs_each_seed_and_summarises(tmp_path):
     assert (tmp_path / "demo_seeds.png").stat().st_size > 0
 
 
+SMOLLM2_TINY = ["--set", "training.env_groups=2", "--set", "training.group_size=2", "--set",
+                "training.minibatch_size=2", "--set", "training.val_env_groups=2", "--set", "training.max_turns=2",
+                "--set", "training.lr_warmup_steps=0"]
+
+
 @pytest.mark.slow
-def test_smollm2_learning_benchmark_runs_the_example_per_seed(tmp_path):
+@background(lambda tmp_path: [
+    "benchmarks/learning.py", "--model", "smollm2", "--envs", "frozenlake", "--seeds", "1", "--iterations", "1",
+    "--no-zero-shot", "--results", str(tmp_path), "--runs", str(tmp_path / "runs"), "--name", "t", *SMOLLM2_TINY,
+    "--", "--model", "tiny:nano"])
+def test_smollm2_learning_benchmark_runs_the_example_per_seed(ran):
     """benchmarks/learning.py --model smollm2 on a tiny budget: examples/train_smollm2.py for one seed (here on the
     nano model through the pass-through flags), one record with the run, the per-env summary and a plot."""
     import json
 
-    tiny = ["--set", "training.env_groups=2", "--set", "training.group_size=2", "--set", "training.minibatch_size=2",
-            "--set", "training.val_env_groups=2", "--set", "training.max_turns=2",
-            "--set", "training.lr_warmup_steps=0"]
-    log = run("benchmarks/learning.py", "--model", "smollm2", "--envs", "frozenlake", "--seeds", "1",
-              "--iterations", "1", "--no-zero-shot", "--results", str(tmp_path), "--runs", str(tmp_path / "runs"),
-              "--name", "t", *tiny, "--", "--model", "tiny:nano")
+    log, tmp_path = ran()
     record = json.loads((tmp_path / "t.json").read_text())
     assert record["complete"] and [r["seed"] for r in record["runs"]] == [1]  # (many seeds: the demo study)
     for r in record["runs"]:
@@ -134,37 +181,42 @@ def test_smollm2_learning_benchmark_runs_the_example_per_seed(tmp_path):
 
 
 @pytest.mark.slow
-def test_custom_env_example_trains_through_a_remote_runner():
+@background(lambda tmp_path: ["examples/custom_env.py", "--train", "1"])
+def test_custom_env_example_trains_through_a_remote_runner(ran):
     """The runner imports the user's module shipped by Ray's runtime env (py_modules), not from the driver."""
-    out = run("examples/custom_env.py", "--train", "1")
+    out, _ = ran()
     assert "iter 1:" in out and "4 episodes of GuessNumber" in out
 
 
 @pytest.mark.slow
-def test_multi_env_example_reports_every_tag(tmp_path):
-    out = run("examples/multi_env.py", "--model", "tiny:nano", "--iterations", "1", "--groups", "1",
-              "--group-size", "2", "--val-groups", "1", "--max-response-tokens", "16")
+@background(lambda tmp_path: ["examples/multi_env.py", "--model", "tiny:nano", "--iterations", "1", "--groups", "1",
+                              "--group-size", "2", "--val-groups", "1", "--max-response-tokens", "16"])
+def test_multi_env_example_reports_every_tag(ran):
+    out, _ = ran()
     assert "iter 1: success" in out and "SimpleSokoban" in out.split("iter 1:")[1].splitlines()[0]
     for tag in ("SimpleSokoban", "LargerSokoban", "FrozenLake"):
         assert f"validation {tag}: success" in out
 
 
 @pytest.mark.slow
-def test_train_sokoban_example_runs_the_shipped_config(tmp_path):
-    out = run("examples/train_sokoban.py", "--model", "tiny:nano", "--iterations", "1", "--out", str(tmp_path / "r"),
-              "training.env_groups=1", "training.group_size=2", "training.minibatch_size=2",
-              "training.max_response_tokens=16", "training.max_turns=2", "training.val_env_groups=1",
-              "learners.num_learners=0", "training.engine_kwargs.max_model_len=1024")
+@background(lambda tmp_path: [
+    "examples/train_sokoban.py", "--model", "tiny:nano", "--iterations", "1", "--out", str(tmp_path / "r"),
+    "training.env_groups=1", "training.group_size=2", "training.minibatch_size=2", "training.max_response_tokens=16",
+    "training.max_turns=2", "training.val_env_groups=1", "learners.num_learners=0",
+    "training.engine_kwargs.max_model_len=1024"])
+def test_train_sokoban_example_runs_the_shipped_config(ran):
+    out, tmp_path = ran()
     assert "iter    1" in out and "stopped: training_iteration=1 >= 1" in out
     assert (tmp_path / "r" / "checkpoints" / "iter_0001").is_dir()
 
 
 @pytest.mark.slow
-def test_eval_and_view_example_writes_rollouts_and_a_page(tmp_path):
+@background(lambda tmp_path: ["examples/eval_and_view.py", "--model", "tiny:nano", "--episodes", "2", "--k", "2",
+                              "--max-response-tokens", "16", "--out", str(tmp_path)])
+def test_eval_and_view_example_writes_rollouts_and_a_page(ran):
     import json
 
-    out = run("examples/eval_and_view.py", "--model", "tiny:nano", "--episodes", "2", "--k", "2",
-              "--max-response-tokens", "16", "--out", str(tmp_path))
+    out, tmp_path = ran()
     lines = (tmp_path / "rollouts.jsonl").read_text().splitlines()
     assert len(lines) == 2 * 2 and all(json.loads(line)["turns"] for line in lines)
     page = (tmp_path / "rollouts.html").read_text()
@@ -172,9 +224,10 @@ def test_eval_and_view_example_writes_rollouts_and_a_page(tmp_path):
 
 
 @pytest.mark.slow
-def test_slip_rate_sweep_example_runs_filter_on_and_off(tmp_path):
-    out = run("examples/slip_rate_sweep.py", "--model", "tiny:nano", "--slips", "0.5", "--iterations", "1",
-              "--val-groups", "2", "--max-response-tokens", "16", "--out", str(tmp_path))
+@background(lambda tmp_path: ["examples/slip_rate_sweep.py", "--model", "tiny:nano", "--slips", "0.5", "--iterations",
+                              "1", "--val-groups", "2", "--max-response-tokens", "16", "--out", str(tmp_path)])
+def test_slip_rate_sweep_example_runs_filter_on_and_off(ran):
+    out, _ = ran()
     rows = [line for line in out.splitlines() if "->" in line and "%" in line]
     assert len(rows) == 2, out[-2000:]
     assert {tuple(r.split()[:2]) for r in rows} == {("50%", "filter"), ("50%", "nofilter")}
@@ -193,3 +246,4 @@ def test_gpu_check_runs_its_dry_run_on_cpu(tmp_path):
     full, lora = record["runs"]
     assert not full["lora"] and lora["lora"] and lora["trainable"] < full["trainable"] == full["parameters"]
     assert all(r["trained_tokens_per_s"] > 0 for r in record["runs"]) and "full: 2 x 64" in proc.stdout
+
