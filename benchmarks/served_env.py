@@ -19,41 +19,13 @@ import contextlib
 import json
 import os
 import platform
-import signal
-import socket
 import statistics
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")  # vLLM-CPU on few cores
 
 RESULTS = Path(__file__).parent / "results"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@contextlib.contextmanager
-def served(env: str, port: int):
-    import requests
-
-    proc = subprocess.Popen([sys.executable, "-m", "ragen_rllib.cli", "serve-env", env, "--port", str(port)],
-                            start_new_session=True)
-    try:
-        for _ in range(300):
-            with contextlib.suppress(requests.RequestException):
-                if requests.get(f"http://127.0.0.1:{port}/health", timeout=1).ok:
-                    break
-            time.sleep(0.2)
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
 
 
 def make_runner(env: str, args):
@@ -115,9 +87,10 @@ def main() -> None:
     parser.add_argument("--name", default="served_env")
     args = parser.parse_args()
     from ragen_rllib.envs.catalog import resolve_env_id
+    from ragen_rllib.envs.server_process import served_env
 
     env_id = resolve_env_id(args.env)
-    with served(env_id, free_port()) as url:
+    with served_env(env_id) as url:
         runners = {"in_process": make_runner(env_id, args), "served": make_runner(url, args)}
         for runner in runners.values():  # warm-up: compile, first connections, the BM25 index
             rollout_seconds(runner, step=1)

@@ -15,37 +15,9 @@ Run:  .venv/bin/python examples/tool_env_server.py               # serve, and pl
 from __future__ import annotations
 
 import argparse
-import contextlib
-import os
-import signal
-import socket
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-@contextlib.contextmanager
-def env_server(env: str, port: int):
-    """``ragen-rllib serve-env ENV --port PORT`` as a child process, up once its /health answers."""
-    import requests
-
-    proc = subprocess.Popen([sys.executable, "-m", "ragen_rllib.cli", "serve-env", env, "--port", str(port)],
-                            start_new_session=True)
-    try:
-        for _ in range(300):
-            with contextlib.suppress(requests.RequestException):
-                if requests.get(f"http://127.0.0.1:{port}/health", timeout=1).ok:
-                    break
-            if proc.poll() is not None:
-                raise SystemExit(f"the env server exited with code {proc.returncode}")
-            time.sleep(0.2)
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait()
 
 
 def play(url: str) -> None:
@@ -94,12 +66,9 @@ def main() -> None:
     parser.add_argument("--model", default="tiny:nano", help="model to train (tiny:nano, gguf:smollm2-135m-instruct)")
     parser.add_argument("--port", type=int, default=0, help="server port (0: a free one)")
     args = parser.parse_args()
-    port = args.port
-    if not port:
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-    with env_server("SearchQA", port) as url:
+    from ragen_rllib.envs.server_process import served_env
+
+    with served_env("SearchQA", port=args.port) as url:  # ragen-rllib serve-env SearchQA --port PORT
         play(url)
         if args.train:
             train(url, args.train, args.model)

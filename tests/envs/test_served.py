@@ -4,9 +4,9 @@ in-process (tools included), one server holds concurrent sessions, and a server 
 garbage ends only the affected episodes, after which the env reconnects to the restarted server."""
 
 import contextlib
+import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -18,6 +18,7 @@ import requests
 
 from ragen_rllib.envs.loading import make_env
 from ragen_rllib.envs.served import ServedEnv, ServedEnvError
+from ragen_rllib.envs.server_process import free_port, serve_env_command, server_process
 from ragen_rllib.envs.tools import tool_call_action
 
 pytestmark = pytest.mark.slow
@@ -25,36 +26,15 @@ FOREIGN = Path(__file__).with_name("openenv_test_servers.py")
 LAKE = {"size": 4, "is_slippery": True, "success_rate": 0.8}
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @contextlib.contextmanager
 def server(cmd: list[str], port: int):
-    """A server process (its own process group), up once /health answers; killed on exit."""
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if requests.get(f"http://127.0.0.1:{port}/health", timeout=1).ok:
-                    break
-            except requests.RequestException:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"server did not start: {proc.stdout.read().decode()[-2000:]}")
-            time.sleep(0.2)
+    """A server process with its output piped (the tests read it)."""
+    with server_process(cmd, port, stdout=subprocess.PIPE, stderr=subprocess.STDOUT) as proc:
         yield proc
-    finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
 
 
 def ours(env: str, port: int, env_config: str = "{}") -> list[str]:
-    return [sys.executable, "-m", "ragen_rllib.cli", "serve-env", env, "--port", str(port), "--env-config", env_config]
+    return serve_env_command(env, port, json.loads(env_config))
 
 
 def foreign(mode: str, port: int) -> list[str]:

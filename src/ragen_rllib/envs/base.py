@@ -168,3 +168,13 @@ def require(ok: bool, key: str, value: Any, allowed: str) -> None:
     """Raise a ``ValueError`` naming the env_config key, the bad value and what is allowed."""
     if not ok:
         raise ValueError(f"env_config[{key!r}] = {value!r} is invalid: {allowed}.")
+
+
+def pick_index(options: dict, n: int, rng) -> int:
+    """The item an episode plays: ``options["index"]`` when given (checked: an int in ``[0, n)``), else drawn
+    from the env's seeded ``rng`` (``self.np_random``)."""
+    if "index" not in options:
+        return int(rng.integers(n))
+    i = options["index"]
+    require(isinstance(i, int) and not isinstance(i, bool) and 0 <= i < n, "index", i, f"an integer in [0, {n})")
+    return i

@@ -34,7 +34,7 @@ import json
 from functools import lru_cache
 from typing import Any
 
-from ragen_rllib.envs.base import StepOutcome, require
+from ragen_rllib.envs.base import StepOutcome, pick_index, require
 from ragen_rllib.envs.tools import Tool, ToolEnv, tool_call_action
 
 CATEGORY = "BFCL_v4_multi_turn_base.json"
@@ -177,13 +177,7 @@ class BFCLMultiTurnEnv(ToolEnv):
 
     # ------------------------------------------------------------------ episode
     def _reset_state(self, options: dict) -> None:
-        if "index" in options:
-            i = options["index"]
-            require(isinstance(i, int) and 0 <= i < len(self.entries), "index", i,
-                    f"an integer in [0, {len(self.entries)})")
-        else:
-            i = int(self.np_random.integers(len(self.entries)))
-        self.entry = self.entries[i]
+        self.entry = self.entries[pick_index(options, len(self.entries), self.np_random)]
         self.model, self.reference = _instances(self.entry), _instances(self.entry)
         self._model_methods, self._reference_methods = _methods(self.model), _methods(self.reference)
         excluded = set(self.entry.get("excluded_function", []))

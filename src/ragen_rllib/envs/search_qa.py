@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from ragen_rllib.envs.base import StepOutcome, require
+from ragen_rllib.envs.base import StepOutcome, pick_index, require
 from ragen_rllib.envs.search_world import Question, build_world, split_questions
 from ragen_rllib.envs.tools import Tool, ToolEnv, tool_call_action
 
@@ -85,13 +85,7 @@ class SearchQAEnv(ToolEnv):
         return INSTRUCTION
 
     def _reset_state(self, options: dict) -> None:
-        if "index" in options:
-            i = options["index"]
-            require(isinstance(i, int) and 0 <= i < len(self.questions), "index", i,
-                    f"an integer in [0, {len(self.questions)})")
-        else:
-            i = int(self.np_random.integers(len(self.questions)))
-        self.question = self.questions[i]
+        self.question = self.questions[pick_index(options, len(self.questions), self.np_random)]
         self._searched = []
 
     def _render_text(self) -> str:
