@@ -133,12 +133,15 @@ def summarize(episodes, seeds: Sequence[int], samples: int) -> dict[str, float]:
 
 
 def record(tag: str, ep) -> dict[str, Any]:
-    """One trajectory as a JSON-ready dict: env, seed, every turn (prompt, response, parsed actions, validity,
-    reward, token count), then the final success and return."""
+    """One trajectory as a JSON-ready dict: env, seed, the system prompt, every turn (prompt, response, parsed
+    actions, the observation after each action (a tool's result in tool envs), validity, reward, token count),
+    then the final success and return."""
     turns = [{"state": t.state, "prompt": t.user_text, "response": t.text, "think": t.parsed.think,
-              "answer": t.parsed.answer, "actions": list(t.result.actions), "format_ok": t.parsed.format_ok,
+              "answer": t.parsed.answer, "actions": list(t.result.actions),
+              "observations": list(t.result.observations), "format_ok": t.parsed.format_ok,
               "action_is_valid": t.result.action_is_valid, "reward": t.result.reward,
               "response_tokens": len(t.response_ids)} for t in ep.turns]
-    return {"env": tag, "env_id": ep.env.spec.id if ep.env.spec else "", "seed": ep.seed, "turns": turns,
+    return {"env": tag, "env_id": ep.env.spec.id if ep.env.spec else "", "seed": ep.seed, "system": ep.system,
+            "turns": turns,
             "final_state": str(ep.state), "success": bool(ep.success), "return": ep.episodic_return,
             "error": ep.error}

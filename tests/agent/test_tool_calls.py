@@ -155,3 +155,23 @@ def test_tool_envs_need_thinking_on(chatml_tokenizer):
     cfg = AgentConfig(enable_think=False)
     with pytest.raises(ValueError, match="offers tools, which need agent enable_think=True"):
         AgentEpisode(SearchQAEnv(), ChatFormat(chatml_tokenizer, prefill=generation_prefill(cfg)), cfg, seed=0)
+
+
+def test_bfcl_prompts_fit_the_shipped_configs_context_with_smollm2(smollm2_tokenizer):
+    """BFCL's function docs make long system prompts (2-5k SmolLM2 tokens): every validation entry's first prompt
+    leaves room for a response within configs/envs/bfcl_multi_turn.yaml's max_model_len."""
+    from pathlib import Path
+
+    from ragen_rllib import RagenConfig
+    from ragen_rllib.envs.bfcl import BFCLMultiTurnEnv
+
+    config = RagenConfig.from_yaml(Path(__file__).resolve().parents[2] / "configs" / "envs" / "bfcl_multi_turn.yaml")
+    cfg = config.agent_config()
+    chat = ChatFormat(smollm2_tokenizer, prefill=generation_prefill(cfg))
+    env = BFCLMultiTurnEnv(split="validation")
+    longest = 0
+    for i in range(len(env.entries)):
+        ep = AgentEpisode(env, chat, cfg, options={"index": i})
+        assert ep.tools and "# Tools" in ep.system
+        longest = max(longest, len(ep.prompt()))
+    assert 2000 < longest <= cfg.max_model_len - cfg.max_response_tokens

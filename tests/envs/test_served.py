@@ -175,3 +175,21 @@ def test_a_config_naming_a_server_that_is_not_up_is_refused_before_any_runner():
         config.validate()
     with server(ours("FrozenLake", port), port):
         config.validate()
+
+
+def test_bfcl_through_its_server_equals_the_env_in_process():
+    """Per-entry tools travel with the observations: BFCL's oracle episode gives the same steps served."""
+    from ragen_rllib.envs.server_process import served_env
+
+    with served_env("ragen/BFCLMultiTurn-v0", {"split": "validation"}) as url:
+        remote, local = make_env(url), make_env("ragen/BFCLMultiTurn-v0", {"split": "validation"})
+        assert remote.reset(seed=3) == local.reset(seed=3)
+        assert [t.name for t in remote.tools] == [t.name for t in local.unwrapped.tools]
+        done = False
+        while not done:
+            action = local.unwrapped.oracle_action()
+            got, want = remote.step(action), local.step(action)
+            assert got == want
+            done = want[2] or want[3]
+        assert want[4]["success"]
+        remote.close()
