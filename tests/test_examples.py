@@ -247,3 +247,15 @@ def test_gpu_check_runs_its_dry_run_on_cpu(tmp_path):
     assert not full["lora"] and lora["lora"] and lora["trainable"] < full["trainable"] == full["parameters"]
     assert all(r["trained_tokens_per_s"] > 0 for r in record["runs"]) and "full: 2 x 64" in proc.stdout
 
+
+
+@pytest.mark.slow
+@background(lambda tmp_path: ["examples/tool_env_server.py", "--train", "1"])
+def test_tool_env_server_example_plays_and_trains_through_the_server(ran):
+    """SearchQA served by `ragen-rllib serve-env`: the oracle's search calls come back as results, and an RL
+    iteration runs through a remote env runner that reaches the env by URL only."""
+    out, _ = ran()
+    assert "tools: ['search']" in out and '> <tool_call>{"name": "search"' in out and "Doc 1 (" in out
+    assert "reward=1.0 success=True" in out
+    line = out.split("iter 1:")[1].splitlines()[0]
+    assert "4 episodes through the server" in line and "runner errors 0" in line, line

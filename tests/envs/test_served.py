@@ -47,6 +47,9 @@ def test_serve_env_speaks_openenv_to_openenv_cores_own_client():
     port = free_port()
     local = make_env("ragen/FrozenLake-v0", LAKE)
     with server(ours("FrozenLake", port, '{"size": 4, "is_slippery": true, "success_rate": 0.8}'), port):
+        from ragen_rllib import RagenConfig
+
+        RagenConfig().environment(f"http://127.0.0.1:{port}").validate()  # the config check finds it up
         schema = requests.get(f"http://127.0.0.1:{port}/schema", timeout=5).json()
         assert set(schema["action"]["properties"]) >= {"action"}
         with GenericEnvClient(base_url=f"http://127.0.0.1:{port}").sync() as client:
@@ -172,8 +175,6 @@ def test_a_config_naming_a_server_that_is_not_up_is_refused_before_any_runner():
     port = free_port()
     config = RagenConfig().environment(f"http://127.0.0.1:{port}", env_config={"connect_timeout_s": 1})
     with pytest.raises(ValueError, match=f"env 'http://127.0.0.1:{port}': no env server answers there.*serve-env"):
-        config.validate()
-    with server(ours("FrozenLake", port), port):
         config.validate()
 
 
