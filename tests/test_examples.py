@@ -259,3 +259,15 @@ def test_tool_env_server_example_plays_and_trains_through_the_server(ran):
     assert "reward=1.0 success=True" in out
     line = out.split("iter 1:")[1].splitlines()[0]
     assert "4 episodes through the server" in line and "runner errors 0" in line, line
+
+
+@pytest.mark.slow
+@background(lambda tmp_path: ["examples/self_play_tictactoe.py", "--iterations", "1", "--eval-episodes", "2"])
+def test_self_play_example_trains_both_sides_and_plays_the_pool(ran):
+    """Tic-tac-toe self-play through RLlib: one module for both agents, per-agent metrics, then x against the
+    fixed opponent pool from held-out openings."""
+    out, _ = ran()
+    line = out.split("iter 1:")[1].splitlines()[0]
+    assert "x success" in line and "o success" in line and "valid moves x" in line, line
+    pool = out.split("x against the fixed pool (held-out openings): ")[1].splitlines()[0]
+    assert [part.split()[0] for part in pool.split(", ")] == ["minimax", "random", "noisy"]

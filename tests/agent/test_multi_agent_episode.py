@@ -114,3 +114,20 @@ def test_rollout_multi_calls_each_modules_engine_once_per_round(chatml_tokenizer
         for agent in (SOLVER, VERIFIER):
             for sample in ep.samples(agent):
                 assert sum(sample.loss_mask) == sum(len(t.response_ids) for t in ep.turns[agent])
+
+
+def test_each_agent_becomes_its_own_trajectory_and_group(chat):
+    from ragen_rllib.agent.trajectory import agent_trajectories, is_multi_agent
+
+    env = TicTacToeEnv()
+    assert is_multi_agent(env) and not is_multi_agent(object())
+    ep = MultiAgentEpisode(env, {"x": chat, "o": chat}, CFG, seed=7)
+    for move in ["1", "4", "2", "5", "3"]:
+        ep.prompt()
+        ep.step(ids_for(chat, move))
+    x, o = agent_trajectories([ep], ["TicTacToe"], [7])
+    assert (x.env_id, x.group_id, o.env_id, o.group_id) == ("x", 14, "o", 15)
+    assert x.score == 1.0 and o.score == -1.0 and x.metrics["success"] == 1.0 and o.metrics["success"] == 0.0
+    assert x.response_ids == [list(t.response_ids) for t in ep.turns["x"]] and len(o.turn_states) == 2
+    several = agent_trajectories([ep, ep], ["A", "B"], [1, 2])
+    assert [t.env_id for t in several] == ["A/x", "A/o", "B/x", "B/o"]

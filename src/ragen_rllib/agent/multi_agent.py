@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
+from ragen_rllib.agent import episode as E
 from ragen_rllib.agent.chat_format import ChatFormat
 from ragen_rllib.agent.config import AgentConfig
 from ragen_rllib.agent.parsing import ParsedResponse, parse_response
@@ -103,12 +104,14 @@ class MultiAgentEpisode:
         return self.transcripts[agent].samples()
 
     def metrics(self, agent: str) -> dict[str, float]:
+        """RAGEN's episode metrics for ``agent`` (the single-agent keys: one action per turn)."""
         turns = self.turns[agent]
         n = max(len(turns), 1)
-        return {"success": float(self.success[agent]), "episodic_return": self.returns[agent],
-                "num_turns": float(len(turns)), "format_ok": sum(t.parsed.format_ok for t in turns) / n,
-                "action_is_valid": sum(t.action_is_valid for t in turns) / n,
-                "response_length": sum(len(t.response_ids) for t in turns) / n}
+        valid = sum(t.action_is_valid for t in turns)
+        return {E.M_SUCCESS: float(self.success[agent]), E.M_RETURN: self.returns[agent],
+                E.M_NUM_ACTIONS: float(len(turns)), E.M_NUM_TURNS: float(len(turns)),
+                E.M_FORMAT_OK: sum(t.parsed.format_ok for t in turns) / n, E.M_VALID: valid / n,
+                E.M_EFFECTIVE: valid / n, E.M_RESPONSE_LENGTH: sum(len(t.response_ids) for t in turns) / n}
 
     # ------------------------------------------------------------------ the env loop
     def _env_step(self, agent: str, action: str | None) -> None:

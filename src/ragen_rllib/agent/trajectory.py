@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ragen_rllib.agent.episode import AgentEpisode
+from ragen_rllib.agent.multi_agent import MultiAgentEpisode
 from ragen_rllib.agent.transcript import Sample
 
 
@@ -41,3 +42,29 @@ class Trajectory:
                    score=ep.episodic_return, metrics=ep.metrics(),
                    response_ids=[list(turn.response_ids) for turn in ep.turns],
                    turn_states=[turn.state for turn in ep.turns], error=ep.error)
+
+    @classmethod
+    def from_agent(cls, ep: MultiAgentEpisode, agent: str, env_id: str, group_id: int) -> Trajectory:
+        """One LLM agent's side of a multi-agent episode (its own samples, turn rewards and metrics)."""
+        turns = ep.turns[agent]
+        return cls(env_id=env_id, group_id=group_id, seed=int(ep.seed), samples=ep.samples(agent),
+                   score=sum(t.reward for t in turns), metrics=ep.metrics(agent),
+                   response_ids=[list(t.response_ids) for t in turns], turn_states=[t.observation for t in turns],
+                   error=ep.error)
+
+
+def is_multi_agent(env: object) -> bool:
+    """A turn-based multi-agent (PettingZoo AEC) env rather than a single-agent gymnasium one."""
+    return hasattr(env, "agent_iter") and hasattr(env, "possible_agents")
+
+
+def agent_trajectories(episodes: list[MultiAgentEpisode], tags: list[str], group_ids: list[int]) -> list[Trajectory]:
+    """Each LLM agent's side of each multi-agent episode, as its own trajectory.
+
+    Every (group, agent) pair is a group of its own (group normalisation per agent: ``group_id * agents + i``),
+    and trajectories are tagged by agent (``<agent>``, or ``<tag>/<agent>`` in a run with several env tags), so
+    metrics come per agent (``result["env_runners"]["<agent>/success_rate"]``). An agent that never moved (the
+    other forfeited first) has no samples to train but counts in the metrics (its win is a win)."""
+    several = len(set(tags)) > 1
+    return [Trajectory.from_agent(ep, agent, f"{tag}/{agent}" if several else agent, group * len(ep.llm_agents) + i)
+            for ep, tag, group in zip(episodes, tags, group_ids) for i, agent in enumerate(ep.llm_agents)]

@@ -27,8 +27,9 @@ from ray.rllib.utils.metrics import (
 )
 
 import ragen_rllib.envs  # noqa: F401  (registers the built-in envs in this process)
+from ragen_rllib.agent.multi_agent import rollout_multi
 from ragen_rllib.agent.rollout import rollout
-from ragen_rllib.agent.trajectory import Trajectory
+from ragen_rllib.agent.trajectory import Trajectory, agent_trajectories, is_multi_agent
 from ragen_rllib.core.env_tags import split_groups, train_seed, val_seed
 from ragen_rllib.core.keys import RUNNER_ERRORS_LIFETIME
 from ragen_rllib.core.weight_sync import unpack_weights
@@ -82,7 +83,8 @@ class RagenEnvRunner(EnvRunner):
     def _make_env(self, slot) -> gym.Env:
         env = make_env(slot.tag.env, slot.tag.env_config)
         timeout = self.config.env_step_timeout_s
-        return env if timeout is None else TimeLimitedEnv(env, timeout)
+        # a turn-based multi-agent env is no gymnasium env: no time-limit wrapper (its moves are pure Python)
+        return env if timeout is None or is_multi_agent(env) else TimeLimitedEnv(env, timeout)
 
     def _block_envs(self, block: int, validation: bool) -> list[gym.Env]:
         """The envs of ``block``'s groups (``group_size`` per group); an env stuck in a timed-out call is
@@ -127,17 +129,26 @@ class RagenEnvRunner(EnvRunner):
             seed=None if cfg.seed is None else cfg.seed + step * 7919 + block,
         )
         start = time.perf_counter()
+        multi = bool(envs) and is_multi_agent(envs[0])
         try:
-            episodes = rollout(self.engine, self.chat, envs, seeds, self.agent_cfg, sampling)
+            if multi:  # self-play: every agent's turns sampled from this runner's one module
+                episodes = rollout_multi({DEFAULT_MODULE_ID: self.engine}, {DEFAULT_MODULE_ID: self.chat}, envs,
+                                         seeds, self.agent_cfg, sampling, module_of=lambda agent: DEFAULT_MODULE_ID)
+            else:
+                episodes = rollout(self.engine, self.chat, envs, seeds, self.agent_cfg, sampling)
         except Exception as err:  # an engine failure: count it, return nothing this time
             logger.exception("rollout failed on env runner %s", self.worker_index)
             self.metrics.log_value(RUNNER_ERRORS_LIFETIME, 1, reduce="lifetime_sum")
             return [Trajectory(env_id=tags[0] if tags else str(cfg.env), group_id=-1, seed=-1, error=repr(err))]
         seconds = time.perf_counter() - start
-        trajectories = [Trajectory.from_episode(ep, tag, group_id=g) for ep, tag, g in zip(episodes, tags, group_ids)]
+        if multi:
+            trajectories = agent_trajectories(episodes, tags, group_ids)
+        else:
+            trajectories = [Trajectory.from_episode(ep, tag, group_id=g) for ep, tag, g in zip(episodes, tags,
+                                                                                               group_ids)]
         self.metrics.log_value(RUNNER_ERRORS_LIFETIME, sum(t.error is not None for t in trajectories),
                                reduce="lifetime_sum")
-        tokens = sum(len(turn.response_ids) for ep in episodes for turn in ep.turns)
+        tokens = sum(len(ids) for t in trajectories for ids in t.response_ids)
         if not validation:  # RLlib's step counters (Tune stop keys) count training samples only
             self._log_counters(steps=sum(int(t.metrics.get("num_turns", 0)) for t in trajectories),
                                episodes=len(trajectories))
