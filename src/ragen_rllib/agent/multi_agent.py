@@ -19,6 +19,7 @@ from ragen_rllib.agent.chat_format import ChatFormat
 from ragen_rllib.agent.config import AgentConfig
 from ragen_rllib.agent.parsing import ParsedResponse, parse_response
 from ragen_rllib.agent.prompts import TurnView, system_prompt, user_message
+from ragen_rllib.agent.rollout import TURN_SEED_STRIDE, step_all
 from ragen_rllib.agent.transcript import Sample, Transcript
 from ragen_rllib.engines.base import GenerationEngine, SamplingConfig
 from ragen_rllib.envs.base import ACTION_IS_VALID, SUCCESS
@@ -173,12 +174,8 @@ def rollout_multi(engines: Mapping[str, GenerationEngine], chats: Mapping[str, C
         by_module: dict[str, list[MultiAgentEpisode]] = {}
         for ep in active:
             by_module.setdefault(module_of(ep.current), []).append(ep)
+        round_sampling = sampling if sampling.seed is None else replace(
+            sampling, seed=sampling.seed + round_ * TURN_SEED_STRIDE)
         for module, eps in by_module.items():
-            round_sampling = sampling if sampling.seed is None else replace(sampling, seed=sampling.seed + round_)
-            generations = engines[module].generate([ep.prompt() for ep in eps], round_sampling)
-            for ep, gen in zip(eps, generations):
-                try:
-                    ep.step(gen.token_ids, gen.logprobs)
-                except Exception as err:  # an env bug hits one episode, never the batch
-                    ep.fail(err)
+            step_all(engines[module], eps, round_sampling)
     return episodes

@@ -40,13 +40,19 @@ def rollout(
             break
         turn_sampling = sampling if sampling.seed is None else replace(
             sampling, seed=sampling.seed + turn * TURN_SEED_STRIDE)
-        generations = engine.generate([ep.prompt() for ep in active], turn_sampling)
-        for ep, gen in zip(active, generations):
-            try:
-                ep.step(gen.token_ids, gen.logprobs)
-            except Exception as err:  # an env bug hits one episode, never the batch
-                ep.fail(err)
+        step_all(engine, active, turn_sampling)
     return episodes
+
+
+def step_all(engine: GenerationEngine, episodes: Sequence, sampling: SamplingConfig) -> None:
+    """ONE ``engine.generate`` call for the prompts of ``episodes`` (single- or multi-agent); each episode then takes
+    its generation. An exception while stepping one episode ends that episode only (``episode.fail``)."""
+    generations = engine.generate([ep.prompt() for ep in episodes], sampling)
+    for ep, gen in zip(episodes, generations):
+        try:
+            ep.step(gen.token_ids, gen.logprobs)
+        except Exception as err:  # an env bug hits one episode, never the batch
+            ep.fail(err)
 
 
 def summarize(episodes: Sequence[AgentEpisode]) -> dict[str, float]:
