@@ -63,7 +63,7 @@ class AgentEpisode:
         self.question = self.state  # what a tool env's user turns show (its state between calls is a tool result)
         self.system = system_prompt(base.instruction, self.action_names, cfg, tools=self.tools,
                                     describe_tools=not chat.native_tools)
-        self.transcript = Transcript(chat, cfg, self.system, tools=self.tools if chat.native_tools else None)
+        self.transcript = Transcript(chat, cfg, self.system, tools=self.tools)  # the template shows them, or not
         self.turns: list[TurnRecord] = []
         self.actions_left = cfg.max_actions_per_traj
         self.success = False

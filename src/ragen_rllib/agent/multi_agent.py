@@ -11,6 +11,7 @@ batched loop :func:`rollout_multi` takes one engine per module and a mapping fro
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
@@ -80,8 +81,7 @@ class MultiAgentEpisode:
         view = TurnView(turn=len(turns) + 1, state=self.env.observe(agent), actions_left=self._turns_left(agent),
                         last_reward=None if last is None else last.reward,
                         last_invalid=last is not None and not last.action_is_valid)
-        self._user = user_message(view, self.cfg)
-        return self.transcripts[agent].next_prompt(self._user)
+        return self.transcripts[agent].next_prompt(user_message(view, self.cfg))
 
     def step(self, response_ids: Sequence[int], logprobs: Sequence[float] | None = None) -> AgentTurn:
         agent = self._require_current()
@@ -167,7 +167,7 @@ def rollout_multi(engines: Mapping[str, GenerationEngine], chats: Mapping[str, C
     agent_chats = {a: chats[module_of(a)] for env in envs for a in env.possible_agents if a not in (scripted or {})}
     episodes = [MultiAgentEpisode(env, agent_chats, cfg, seed=s, scripted=scripted) for env, s in zip(envs, seeds)]
     sampling = replace(sampling, max_tokens=cfg.max_response_tokens)
-    for round_ in range(10_000):
+    for round_ in itertools.count():  # ends: every agent has at most cfg.max_turns turns
         active = [ep for ep in episodes if not ep.done]
         if not active:
             break

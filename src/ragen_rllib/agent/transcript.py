@@ -69,7 +69,7 @@ class Transcript:
 
     def __init__(self, chat: ChatFormat, cfg: AgentConfig, system: str, tools: list[dict] | None = None) -> None:
         self.chat, self.cfg, self.system = chat, cfg, system
-        self.tools = tools  # ``tools=`` schemas for templates that render them
+        self.tools = tools  # ``tools=`` schemas (ChatFormat.render passes them to templates that render them)
         self.turns: list[_Turn] = []
         self._samples: list[Sample] = []
         self._open: Sample | None = None  # full mode: the growing sample
