@@ -5,14 +5,20 @@ number 1-9 (row by row: 1 2 3 / 4 5 6 / 7 8 9). Win +1, loss -1, draw 0 for both
 is invalid (``invalid_penalty``, the same agent tries again; ``max_invalid`` in a row forfeit the game).
 
 ``opening_moves`` random moves are played from the reset seed before the agents take over (``x``'s turn when it
-is even), so train and held-out starts differ by seed. The fixed opponent pool for evaluation
+is even), so train and held-out starts differ by seed. ``openings`` keeps training and evaluation apart: the
+distinct opening boards of ``opening_moves`` moves are split once by a stable hash (:func:`validation_boards`:
+about a quarter, at least one, are ``"validation"``, the rest ``"train"``); ``"train"`` / ``"validation"`` draw
+only boards of that split (random openings redrawn from the seed until one falls in it), ``"all"`` (default) any.
+The fixed opponent pool for evaluation
 (:data:`OPPONENTS`): ``minimax`` (perfect play; ties broken by the env's rng), ``random`` and ``noisy`` (minimax,
 a random cell with probability 0.3).
 """
 
 from __future__ import annotations
 
+import hashlib
 from functools import cache
+from itertools import permutations
 
 from ragen_rllib.envs.base import require
 from ragen_rllib.envs.multi_agent import Move, TurnBasedTextEnv
@@ -26,6 +32,8 @@ INSTRUCTION = (
 )
 OPPONENTS = ("minimax", "random", "noisy")
 NOISY_RANDOM_SHARE = 0.3
+OPENING_SPLITS = ("all", "train", "validation")
+VALIDATION_SHARE = 4  # one opening board in VALIDATION_SHARE is held out
 
 
 def winner(board: tuple[str, ...]) -> str | None:
@@ -59,6 +67,31 @@ def best_cells(board: tuple[str, ...], to_move: str) -> list[int]:
     return [i for i in free if values[i] == best]
 
 
+def opening_boards(moves: int) -> list[tuple[str, ...]]:
+    """Every distinct board after ``moves`` opening moves (X first, alternating; no game is decided by then)."""
+    boards = set()
+    for cells in permutations(range(9), moves):
+        board = ["."] * 9
+        for k, i in enumerate(cells):
+            board[i] = "X" if k % 2 == 0 else "O"
+        boards.add(tuple(board))
+    return sorted(boards)
+
+
+def _board_hash(board: tuple[str, ...]) -> str:
+    return hashlib.sha256("".join(board).encode()).hexdigest()
+
+
+@cache
+def validation_boards(moves: int) -> frozenset[tuple[str, ...]]:
+    """The held-out opening boards of ``moves`` moves: the ``ceil(n / VALIDATION_SHARE)`` boards with the
+    smallest SHA-256 of their cells (stable across processes and Python versions); none for ``moves`` 0."""
+    boards = opening_boards(moves)
+    if len(boards) < 2:
+        return frozenset()
+    return frozenset(sorted(boards, key=_board_hash)[: -(-len(boards) // VALIDATION_SHARE)])
+
+
 class TicTacToeEnv(TurnBasedTextEnv):
     """See the module docstring."""
 
@@ -66,24 +99,34 @@ class TicTacToeEnv(TurnBasedTextEnv):
     possible_agents = ["x", "o"]
     instructions = {agent: INSTRUCTION.format(mark=mark) for agent, mark in MARKS.items()}
 
-    def __init__(self, opening_moves: int = 0, invalid_penalty: float = -0.1, max_invalid: int = 3,
-                 render_mode: str | None = "ansi") -> None:
+    def __init__(self, opening_moves: int = 0, openings: str = "all", invalid_penalty: float = -0.1,
+                 max_invalid: int = 3, render_mode: str | None = "ansi") -> None:
         require(isinstance(opening_moves, int) and 0 <= opening_moves <= 4, "opening_moves", opening_moves,
                 "an integer from 0 to 4")
+        require(openings in OPENING_SPLITS, "openings", openings, f"one of {OPENING_SPLITS}")
+        require(openings == "all" or opening_moves >= 1, "openings", openings,
+                "'all' when opening_moves is 0 (one empty board: nothing to hold out); set opening_moves >= 1")
         super().__init__(invalid_penalty=invalid_penalty, max_invalid=max_invalid, max_moves=30,
                          render_mode=render_mode)
-        self.opening_moves = opening_moves
+        self.opening_moves, self.openings = opening_moves, openings
         self.board: tuple[str, ...] = ("." ,) * 9
 
     def _reset_state(self, options: dict) -> None:
-        self.board = (".",) * 9
-        mark = "X"
+        held_out = validation_boards(self.opening_moves)
+        while True:
+            self.board = self._random_opening()
+            if self.openings == "all" or (self.board in held_out) == (self.openings == "validation"):
+                break
+        self.agent_selection = "x" if self.opening_moves % 2 == 0 else "o"
+
+    def _random_opening(self) -> tuple[str, ...]:
+        board, mark = (".",) * 9, "X"
         for _ in range(self.opening_moves):
-            free = [i for i, c in enumerate(self.board) if c == "."]
+            free = [i for i, c in enumerate(board) if c == "."]
             i = int(free[self.np_random.integers(len(free))])
-            self.board = self.board[:i] + (mark,) + self.board[i + 1:]
+            board = board[:i] + (mark,) + board[i + 1:]
             mark = "O" if mark == "X" else "X"
-        self.agent_selection = "x" if mark == "X" else "o"
+        return board
 
     def _observe_text(self, agent: str) -> str:
         rows = [" ".join(self.board[r * 3:(r + 1) * 3]) for r in range(3)]
