@@ -148,57 +148,90 @@ def test_asha_stops_the_worse_of_two_trials_early(ray_session, tmp_path):
     assert iterations[16] == 4 and iterations[96] < 4, iterations
 
 
+class SigkilledSweep:
+    """The sweep of :func:`test_a_sigkilled_sweep_resumes_without_rerunning_finished_trials`, run from a thread:
+    ``ragen-rllib sweep`` in its own process group, SIGKILLed (with the Ray it started) once the first trial is done
+    and the second has checkpointed iteration 2, then ``sweep --resume``. It runs beside the PBT test (its trials'
+    start-ups leave a core idle most of the time); :meth:`result` waits for it."""
+
+    def __init__(self, tmp_path):
+        import threading
+
+        self.tmp_path, self.out, self.lines, self.resumed, self.error, self.proc = \
+            tmp_path, tmp_path / "out", [], None, None, None
+        cfg = tmp_path / "sweep.yaml"
+        cfg.write_text(yaml.safe_dump({
+            **BASE, "evaluation": {"evaluation_interval": 3},  # validation at the last iteration only
+            "run": {"stop": {"training_iteration": 3}, "checkpoint_every": 1, "out_dir": str(self.out),
+                    "storage_path": str(tmp_path / "shared"),  # trials and checkpoints on "shared" storage
+                    "ray_init": {"num_cpus": 2, "_temp_dir": str(ray_temp_dir("ray_sweep_kill"))}},
+            "tune": {"param_space": {"environment.env_config.success_rate": {"grid_search": [1.0, 0.5]}},
+                     "max_concurrent_trials": 1}}))
+        self.cfg = cfg
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self):
+        import subprocess
+        import sys
+        import time
+
+        command = [sys.executable, "-m", "ragen_rllib.cli", "sweep"]
+        try:
+            self.proc = subprocess.Popen([*command, str(self.cfg)], cwd=self.tmp_path, start_new_session=True,
+                                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            lines, deadline = self.lines, time.time() + 400
+            for line in self.proc.stdout:  # kill once the first trial is done and the second has a checkpoint
+                lines.append(line)
+                done = [x.split(":")[0] for x in lines if x.rstrip().endswith(": done")]
+                if len(done) == 1 and any(": iter    2" in x and not x.startswith(done[0]) for x in lines) or \
+                        time.time() > deadline:
+                    break
+            self.kill()
+            self.proc = subprocess.Popen([*command, "--resume", str(self.out)], cwd=self.tmp_path,
+                                         start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                         text=True)
+            stdout, stderr = self.proc.communicate(timeout=600)
+            self.resumed = subprocess.CompletedProcess(self.proc.args, self.proc.returncode, stdout, stderr)
+        except BaseException as e:  # noqa: BLE001 (reported by result())
+            self.error = repr(e)
+        finally:
+            self.kill()
+
+    def kill(self):
+        import os
+        import signal
+
+        if self.proc is not None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            self.proc.wait()
+
+    def result(self):
+        self.thread.join(timeout=1100)
+        if self.thread.is_alive():
+            self.kill()
+        assert self.error is None and not self.thread.is_alive(), self.error or "the sweep runs still"
+        return self.lines, self.resumed
+
+
+@pytest.fixture(scope="module")
+def sigkilled_sweep(request, tmp_path_factory):
+    """Starts :class:`SigkilledSweep` when its test is selected (requested by the test it runs beside)."""
+    selected = any(item.module.__name__ == __name__ and
+                   item.function.__name__ == "test_a_sigkilled_sweep_resumes_without_rerunning_finished_trials"
+                   for item in request.session.items)
+    run = SigkilledSweep(tmp_path_factory.mktemp("sigkilled_sweep")) if selected else None
+    yield run
+    if run is not None:
+        run.kill()
+        run.thread.join(timeout=60)
+
+
 @pytest.mark.slow
-def test_a_sigkilled_sweep_resumes_without_rerunning_finished_trials(tmp_path):
-    """The sweep process (and the Ray it started) dies by SIGKILL mid-way; --resume keeps the finished trial and
-    continues the interrupted one from its last checkpoint."""
-    import os
-    import signal
-    import subprocess
-    import sys
-    import time
-
-    out = tmp_path / "out"
-    cfg = tmp_path / "sweep.yaml"
-    cfg.write_text(yaml.safe_dump({
-        **BASE, "evaluation": {"evaluation_interval": 3},  # validation at the last iteration only
-        "run": {"stop": {"training_iteration": 3}, "checkpoint_every": 1, "out_dir": str(out),
-                "storage_path": str(tmp_path / "shared"),  # trials and checkpoints on "shared" storage
-                "ray_init": {"num_cpus": 2, "_temp_dir": str(ray_temp_dir("ray_sweep_kill"))}},
-        "tune": {"param_space": {"environment.env_config.success_rate": {"grid_search": [1.0, 0.5]}},
-                 "max_concurrent_trials": 1}}))
-    command = [sys.executable, "-m", "ragen_rllib.cli", "sweep"]
-    proc = subprocess.Popen([*command, str(cfg)], cwd=tmp_path, start_new_session=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    lines, deadline = [], time.time() + 400
-    for line in proc.stdout:  # kill once the first trial is done and the second has a checkpoint
-        lines.append(line)
-        done = [x.split(":")[0] for x in lines if x.rstrip().endswith(": done")]
-        if len(done) == 1 and any(": iter    2" in x and not x.startswith(done[0]) for x in lines) or \
-                time.time() > deadline:
-            break
-    os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait()
-    assert sum("done" in x for x in lines) == 1, "".join(lines[-30:])
-    first = [line for line in lines if ": iter" in line][0].split(":")[0]  # the trial that finished
-
-    resumed = subprocess.run([*command, "--resume", str(out)], cwd=tmp_path, capture_output=True, text=True,
-                             timeout=600)
-    assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
-    assert f"{first}: iter" not in resumed.stdout  # the finished trial is not rerun
-    iters = [line for line in resumed.stdout.splitlines() if ": iter" in line]
-    assert iters and all(int(line.split("iter")[1].split()[0]) >= 2 for line in iters)  # from a checkpoint
-    record = json.loads((out / "sweep.json").read_text())
-    assert [r["iterations"] for r in record["trials"]] == [3, 3]
-    # the sweep's record: one row per grid point, no errors, a table and a plot
-    assert sorted(r["environment.env_config.success_rate"] for r in record["trials"]) == [0.5, 1.0]
-    assert all(r["error"] is None and 0.0 <= r["validation_success"] <= 1.0 for r in record["trials"])
-    assert (out / "sweep.md").read_text().count("\n") == 4 and (out / "sweep.png").is_file()
-    # the trials and their checkpoints live on the storage, resumed from there; the sweep directory holds the records
-    assert len(list((tmp_path / "shared" / "out").glob("*/checkpoint_*"))) >= 2 and not (out / "trials").exists()
-
-
-@pytest.mark.slow
+@pytest.mark.usefixtures("sigkilled_sweep")  # that sweep's processes run beside this test
 def test_a_pbt_exploit_loads_the_donors_weights_into_learner_and_engines(ray_session, tmp_path):
     """Two trials, PBT every 2 iterations (synchronous, so the donor has a checkpoint): the receiving trial's
     learner holds exactly the donor checkpoint's weights after the exploit, its engine generates what those
@@ -260,6 +293,29 @@ def test_a_pbt_exploit_loads_the_donors_weights_into_learner_and_engines(ray_ses
         assert r["learner"] == r["checkpoint"]  # the donor's weights, exactly
         assert r["engine"] == r["greedy"] and r["engine"]  # the engine generates with them
         assert r["step"] == r["round"] == r["iteration"] >= 1  # the seed schedule travels with the checkpoint
+
+
+@pytest.mark.slow
+def test_a_sigkilled_sweep_resumes_without_rerunning_finished_trials(sigkilled_sweep):
+    """The sweep process (and the Ray it started) dies by SIGKILL mid-way; --resume keeps the finished trial and
+    continues the interrupted one from its last checkpoint (the runs: :class:`SigkilledSweep`)."""
+    lines, resumed = sigkilled_sweep.result()
+    tmp_path, out = sigkilled_sweep.tmp_path, sigkilled_sweep.out
+    assert sum("done" in x for x in lines) == 1, "".join(lines[-30:])
+    first = [line for line in lines if ": iter" in line][0].split(":")[0]  # the trial that finished
+
+    assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
+    assert f"{first}: iter" not in resumed.stdout  # the finished trial is not rerun
+    iters = [line for line in resumed.stdout.splitlines() if ": iter" in line]
+    assert iters and all(int(line.split("iter")[1].split()[0]) >= 2 for line in iters)  # from a checkpoint
+    record = json.loads((out / "sweep.json").read_text())
+    assert [r["iterations"] for r in record["trials"]] == [3, 3]
+    # the sweep's record: one row per grid point, no errors, a table and a plot
+    assert sorted(r["environment.env_config.success_rate"] for r in record["trials"]) == [0.5, 1.0]
+    assert all(r["error"] is None and 0.0 <= r["validation_success"] <= 1.0 for r in record["trials"])
+    assert (out / "sweep.md").read_text().count("\n") == 4 and (out / "sweep.png").is_file()
+    # the trials and their checkpoints live on the storage, resumed from there; the sweep directory holds the records
+    assert len(list((tmp_path / "shared" / "out").glob("*/checkpoint_*"))) >= 2 and not (out / "trials").exists()
 
 
 def _write(tmp_path, tree):
