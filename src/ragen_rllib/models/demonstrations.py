@@ -73,11 +73,16 @@ def demo_think(actions: list[str], named: bool) -> str:
     return f"The answer is {actions[0]}."
 
 
+def response_ids(chat: ChatFormat, text: str) -> list[int]:
+    """The ids a demonstrated response is sampled as: ``text`` (after the prefill) encoded, then end-of-sequence."""
+    eos = chat.tokenizer.eos_token_id
+    return chat.encode(text) + ([eos] if eos is not None else [])
+
+
 def demonstration(env: gym.Env, chat: ChatFormat, cfg: AgentConfig, policy: DemoPolicy, seed: int,
                   rng: np.random.Generator) -> AgentEpisode:
     """Play one demonstration episode; the returned episode holds its samples and metrics."""
     ep = AgentEpisode(env, chat, cfg, seed=seed)
-    eos = chat.tokenizer.eos_token_id
     while not ep.done:
         ep.prompt()
         actions = demo_actions(env, cfg, policy, rng)
@@ -87,7 +92,7 @@ def demonstration(env: gym.Env, chat: ChatFormat, cfg: AgentConfig, policy: Demo
             text = tool_call_text(demo_think(actions, named), [answer])
         else:
             text = assistant_text(demo_think(actions, named), answer, cfg)
-        ep.step(chat.encode(text) + ([eos] if eos is not None else []))
+        ep.step(response_ids(chat, text))
     return ep
 
 
