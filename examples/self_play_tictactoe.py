@@ -4,7 +4,8 @@ The env is a turn-based multi-agent text env (PettingZoo's AEC API): ``x`` and `
 token-exact transcript (their own system prompt, their own view of the board with the other's moves as text).
 Both map to the run's one RL module (self-play), each (group, agent) pair is normalised as a group of its own, and
 the runner reports ``x/success_rate`` and ``o/success_rate``. After training, the model plays ``x`` against the
-fixed opponent pool (minimax, random, noisy minimax) from held-out openings. This shows the plumbing: the tiny
+fixed opponent pool (minimax, random, noisy minimax) from held-out openings (the validation split of the 2-move
+openings, never trained on; :func:`ragen_rllib.versus.against_the_pool`). This shows the plumbing: the tiny
 model is not taught the game first, so it makes no valid move and whoever moves first forfeits (a warm start on
 minimax games, as the single-agent envs have, is what makes the games real).
 
@@ -20,26 +21,6 @@ ROOT = Path(__file__).resolve().parents[1]
 ENV = "ragen_rllib.envs.tictactoe:TicTacToeEnv"
 
 
-def against_the_pool(model_dir: str, episodes: int, seed: int = 100_000) -> dict[str, float]:
-    """x's win rate against each fixed opponent, from held-out openings (one random move, seeds >= 100000)."""
-    from ragen_rllib.agent.config import AgentConfig
-    from ragen_rllib.agent.multi_agent import rollout_multi
-    from ragen_rllib.engines.base import SamplingConfig
-    from ragen_rllib.envs.tictactoe import OPPONENTS, TicTacToeEnv
-    from ragen_rllib.models.serving import engine_and_chat
-
-    cfg = AgentConfig(max_turns=5, max_response_tokens=24, max_model_len=1024)
-    engine, chat = engine_and_chat(model_dir, cfg, "hf")
-    rates = {}
-    for kind in OPPONENTS:
-        envs = [TicTacToeEnv(opening_moves=2) for _ in range(episodes)]
-        eps = rollout_multi({"x": engine}, {"x": chat}, envs, [seed + i for i in range(episodes)], cfg,
-                            SamplingConfig(temperature=0.0, seed=0), module_of=lambda agent: "x",
-                            scripted={"o": lambda env, agent, kind=kind: env.opponent_action(agent, kind)})
-        rates[kind] = sum(ep.success["x"] for ep in eps) / episodes
-    return rates
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--iterations", type=int, default=2)
@@ -49,9 +30,10 @@ def main() -> None:
     import tempfile
 
     from ragen_rllib import RagenConfig, init_ray
+    from ragen_rllib.versus import against_the_pool
 
     config = (RagenConfig()
-              .environment(ENV, env_config={"opening_moves": 1})
+              .environment(ENV, env_config={"opening_moves": 2, "openings": "train"})
               .env_runners(num_env_runners=1)
               .rl_module(model_config={"model": args.model})
               .training(adv_estimator="grpo", env_groups=4, group_size=2, minibatch_size=8, max_turns=5,
@@ -70,7 +52,7 @@ def main() -> None:
 
             checkpoint = algo.save_to_path(str(Path(tmp) / "ckpt"))
             model_dir = export_checkpoint(checkpoint, str(Path(tmp) / "hf"))
-            rates = against_the_pool(str(model_dir), args.eval_episodes)
+            rates = against_the_pool(str(model_dir), args.eval_episodes, {"opening_moves": 2, "openings": "validation"})
     finally:
         algo.stop()
     print("x against the fixed pool (held-out openings): " + ", ".join(f"{k} {v:.0%}" for k, v in rates.items()))
