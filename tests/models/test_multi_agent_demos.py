@@ -81,3 +81,22 @@ def test_bad_policies_are_refused(kwargs, match):
 def test_unknown_sides_are_refused(chat):
     with pytest.raises(ValueError, match=r"\['z'\]"):
         games(chat, MultiAgentDemoPolicy(sides=(("z",),)), episodes=1)
+
+
+def test_warm_start_trains_on_multi_agent_games_and_evaluates_against_the_opponent(tmp_path):
+    import json
+    import shutil
+
+    from ragen_rllib.models.warm_start import REPORT_FILE, WarmStartConfig, warm_start
+
+    model_dir = tmp_path / "m"
+    shutil.copytree(tiny_model_path("nano"), model_dir)
+    env = "ragen_rllib.envs.tictactoe:TicTacToeEnv"
+    cfg = WarmStartConfig(envs=(env,), env_configs={env: {"opening_moves": 2, "openings": "train"}},
+                          episodes_per_env=4, epochs=1, sides=(("x",), ("o",)), opponent="random", agent=CFG,
+                          eval_episodes=3, eval_env_config={"opening_moves": 2, "openings": "validation"})
+    report = warm_start(model_dir, cfg, progress=False)
+    assert report.envs == [env] and report.demo_episodes == 4 and report.samples == 4 and report.steps >= 1
+    assert report.eval["episodes"] == 3 and report.eval["success"] == report.eval["win_rate"]
+    assert report.eval_env_config == {"opening_moves": 2, "openings": "validation"}
+    assert json.loads((model_dir / REPORT_FILE).read_text())["config"]["sides"] == [["x"], ["o"]]

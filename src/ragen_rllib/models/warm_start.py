@@ -6,7 +6,10 @@ model) run :func:`warm_start`: demonstrations in the exact rollout transcript fo
 (:mod:`ragen_rllib.models.demonstrations`), SFT with the loss on assistant tokens only
 (:func:`ragen_rllib.models.sft.sft_train`), the weights saved back to DIR, then an acceptance rollout with the
 Hugging Face engine (FrozenLake-4x4 non-slippery for FrozenLake, else the first warm-start env) that reports parse
-rate and success. Envs are given by id, short name (``FrozenLake``) or RAGEN tag (``SimpleSokoban``).
+rate and success. Envs are given by id, short name (``FrozenLake``) or RAGEN tag (``SimpleSokoban``); a turn-based
+multi-agent env is given by import path (``ragen_rllib.envs.tictactoe:TicTacToeEnv``): its demonstrations are
+noisy-oracle games against a fixed opponent (:mod:`ragen_rllib.models.multi_agent_demos`) and its acceptance
+rollout is the model against that opponent (:func:`ragen_rllib.versus.play_against`, as ``x`` or the first side).
 """
 
 from __future__ import annotations
@@ -31,7 +34,8 @@ class WarmStartConfig:
     """Settings of a warm start.
 
     Attributes:
-        envs: env ids, short names (``FrozenLake``) or RAGEN tags (``SimpleSokoban``) to demonstrate.
+        envs: env ids, short names (``FrozenLake``), RAGEN tags (``SimpleSokoban``) or import paths of turn-based
+            multi-agent envs (``ragen_rllib.envs.tictactoe:TicTacToeEnv``) to demonstrate.
         env_configs: env_config per env id, short name or tag (default: each env's defaults, or the tag's).
         episodes_per_env: demonstration episodes per env (None: the default below).
         epochs: SFT epochs over the demonstrations (None: the default below).
@@ -49,6 +53,9 @@ class WarmStartConfig:
         eval_env_config: its env_config (None: ``EVAL_ENV_CONFIG`` for the default env, else the env's defaults).
         eval_temperature: sampling temperature of the acceptance rollout (RAGEN validation: 0.5).
         agent: the agent layer settings shared by demonstrations and the rollout.
+        sides: multi-agent envs: the agents the model plays in each demonstration game, cycled (None: every
+            agent, self-play); the acceptance rollout plays the first side's first agent.
+        opponent: multi-agent envs: the fixed opponent (``env.opponent_action``) of the agents it does not play.
     """
 
     envs: tuple[str, ...] = ("FrozenLake",)
@@ -65,6 +72,8 @@ class WarmStartConfig:
     eval_env_config: dict | None = None
     eval_temperature: float = 0.5
     agent: AgentConfig = field(default_factory=AgentConfig)
+    sides: tuple[tuple[str, ...], ...] | None = None
+    opponent: str = "random"
 
     DEFAULT_EPISODES = 640  # per env (small preset: ~4 min of SFT on 2 CPU cores)
     DEFAULT_EPOCHS = 2
@@ -137,7 +146,9 @@ def warm_start(model_dir: str | Path, cfg: WarmStartConfig, evaluate: bool = Tru
 
     from ragen_rllib.agent.chat_format import ChatFormat
     from ragen_rllib.agent.prompts import generation_prefill
+    from ragen_rllib.envs.loading import make_env
     from ragen_rllib.models.demonstrations import DemoPolicy, demonstrations
+    from ragen_rllib.models.multi_agent_demos import MultiAgentDemoPolicy, demo_samples, multi_agent_demonstrations
     from ragen_rllib.models.sft import sft_train
     from ragen_rllib.precision import cpu_info, resolve_autocast
 
@@ -147,9 +158,17 @@ def warm_start(model_dir: str | Path, cfg: WarmStartConfig, evaluate: bool = Tru
     env_ids, env_configs = resolve_envs(cfg)
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
     chat = ChatFormat(tokenizer, prefill=generation_prefill(cfg.agent))
-    episodes = list(demonstrations(env_ids, chat, cfg.agent, DemoPolicy(noise=cfg.noise), cfg.episodes_per_env,
+    single = [e for e in env_ids if not _multi_agent(e)]
+    episodes = list(demonstrations(single, chat, cfg.agent, DemoPolicy(noise=cfg.noise), cfg.episodes_per_env,
                                    cfg.seed, env_configs=env_configs))
     samples = [{"input_ids": s.input_ids, "loss_mask": s.loss_mask} for ep in episodes for s in ep.samples()]
+    for env_id in (e for e in env_ids if _multi_agent(e)):
+        games = list(multi_agent_demonstrations(
+            lambda env_id=env_id: make_env(env_id, env_configs[env_id]), chat, cfg.agent,
+            MultiAgentDemoPolicy(noise=cfg.noise, sides=cfg.sides, opponent=cfg.opponent), cfg.episodes_per_env,
+            cfg.seed))
+        episodes += games
+        samples += demo_samples(games)
     model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
     amp = resolve_autocast(cfg.autocast, next(model.parameters()).device)
     precision = "bfloat16" if amp is not None else "float32"
@@ -187,6 +206,15 @@ def evaluate_model(model, tokenizer, cfg: WarmStartConfig) -> dict[str, float]:
     engine = HFEngine(model, tokenizer)
     chat = ChatFormat(tokenizer, prefill=generation_prefill(cfg.agent))
     env_id, env_config = eval_env(cfg)
+    if _multi_agent(env_id):
+        from ragen_rllib.envs.loading import make_env
+        from ragen_rllib.versus import play_against
+
+        agent = cfg.sides[0][0] if cfg.sides else make_env(env_id, env_config).possible_agents[0]
+        result = play_against(engine, env_config, cfg.opponent, cfg.eval_episodes, seed=EVAL_SEED, agent=agent,
+                              temperature=cfg.eval_temperature, env=env_id, cfg=cfg.agent, chat=chat,
+                              sampling_seed=cfg.seed)
+        return {**{k: v for k, v in result.items() if isinstance(v, (int, float))}, "success": result["win_rate"]}
     envs = [gym.make(env_id, **env_config) for _ in range(cfg.eval_episodes)]
     seeds = [EVAL_SEED + i for i in range(cfg.eval_episodes)]
     sampling = SamplingConfig(temperature=cfg.eval_temperature, seed=cfg.seed)
@@ -200,6 +228,8 @@ def resolve_env(name: str) -> tuple[str, dict]:
 
     if name in RAGEN_TAGS:
         return RAGEN_TAGS[name].env, dict(RAGEN_TAGS[name].env_config)
+    if _multi_agent(name):
+        return name, {}
     try:
         return resolve_env_id(name), {}
     except ValueError as err:
@@ -232,6 +262,17 @@ def eval_env(cfg: WarmStartConfig) -> tuple[str, dict]:
     if env_id == EVAL_ENV and cfg.eval_env_config is None:
         conf = EVAL_ENV_CONFIG
     return env_id, dict(conf if cfg.eval_env_config is None else cfg.eval_env_config)
+
+
+def _multi_agent(env: str) -> bool:
+    """A turn-based multi-agent env given by import path (``pkg.module:Class``)."""
+    if ":" not in env:
+        return False
+    from ragen_rllib.envs.loading import resolve_env as load
+    from ragen_rllib.envs.multi_agent import TurnBasedTextEnv
+
+    target = load(env)
+    return isinstance(target, type) and issubclass(target, TurnBasedTextEnv)
 
 
 def _jsonable(cfg: WarmStartConfig) -> dict:
