@@ -74,11 +74,14 @@ class Cluster:
         self.node("head", ["--head", f"--node-ip-address={HEAD_IP}", f"--port={self.port}", "--num-cpus=0",
                            "--include-dashboard=true", "--dashboard-host=127.0.0.1",
                            f"--dashboard-port={self.dashboard_port}", f"--ray-client-server-port={_free_port()}"])
-        self.node("worker", [f"--node-ip-address={WORKER_IP}", "--num-cpus=2", '--resources={"rollout": 1}'])
+        # the two workers start together (each start-up is mostly single-core imports and waits)
+        self.node("worker", [f"--node-ip-address={WORKER_IP}", "--num-cpus=2", '--resources={"rollout": 1}'],
+                  wait=False)
         self.node("other", [f"--node-ip-address={OTHER_IP}", "--num-cpus=2"])
 
-    def node(self, name: str, args: list[str]) -> None:
-        """Start one node (a worker unless ``args`` say ``--head``) and wait until the cluster counts it."""
+    def node(self, name: str, args: list[str], wait: bool = True) -> None:
+        """Start one node (a worker unless ``args`` say ``--head``) and (``wait``) wait until the cluster counts it
+        and every node started before it."""
         if "--head" not in args:
             args = [f"--address={self.address}", *args]
         # every agent port of its own: Ray's defaults (e.g. 52365 for the agent that takes job submissions) are
@@ -89,7 +92,8 @@ class Cluster:
         self.procs[name] = subprocess.Popen([RAY, "start", "--block", "--disable-usage-stats",
                                              f"--temp-dir={self.root / name}", *ports, *args], env=self.env,
                                             stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-        self._wait_for_nodes(len(self.procs))
+        if wait:
+            self._wait_for_nodes(len(self.procs))
 
     def kill(self, name: str) -> None:
         """SIGKILL a node: its ``ray start`` and every process under it, at once (a machine that dies)."""
@@ -123,7 +127,7 @@ class Cluster:
                     return
             except OSError:
                 pass
-            time.sleep(1)
+            time.sleep(0.25)
         raise AssertionError(f"{count} nodes did not come up in {timeout} s: {self.logs()}")
 
     def logs(self) -> str:
