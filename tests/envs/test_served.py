@@ -41,12 +41,72 @@ def foreign(mode: str, port: int) -> list[str]:
     return [sys.executable, str(FOREIGN), str(port), mode]
 
 
-def test_serve_env_speaks_openenv_to_openenv_cores_own_client():
+def _bfcl(port: int):
+    from ragen_rllib.envs.server_process import served_env
+
+    return served_env("ragen/BFCLMultiTurn-v0", {"split": "validation"}, port=port)
+
+
+# test name -> {key: (port -> the context manager of a server the test plays against)}: `servers` starts them
+# all at once, with the module (each start-up is mostly a single-core Python import)
+SERVERS = {
+    "test_serve_env_speaks_openenv_to_openenv_cores_own_client": {
+        "lake": lambda port: server(ours("FrozenLake", port, '{"size": 4, "is_slippery": true, "success_rate": 0.8}'),
+                                    port)},
+    "test_a_served_tool_env_equals_the_env_in_process_and_sessions_are_concurrent": {
+        "searchqa": lambda port: server(ours("SearchQA", port), port)},
+    "test_servedenv_plays_an_env_built_on_openenv_cores_own_server_classes": {
+        "echo": lambda port: server(foreign("echo", port), port)},
+    "test_a_server_that_dies_hangs_or_answers_garbage_ends_the_episode_and_the_env_reconnects": {
+        "dies": lambda port: server(ours("FrozenLake", port), port),
+        "garbage": lambda port: server(foreign("garbage", port), port),
+        "wrong": lambda port: server(foreign("wrong", port), port)},
+    "test_bfcl_through_its_server_equals_the_env_in_process": {"bfcl": _bfcl},
+}
+
+
+class Servers:
+    """Servers started together, each from its own thread; :meth:`use` hands one to a test (as ``with`` on its
+    context manager would: the same value, or the same start-up error) and stops it when the test's block ends."""
+
+    def __init__(self, makers: dict) -> None:
+        ports: set[int] = set()
+        while len(ports) < len(makers):  # distinct free ports
+            ports.add(free_port())
+        self.ports = dict(zip(makers, sorted(ports)))
+        self.cms = {key: make(self.ports[key]) for key, make in makers.items()}
+        self.pool = ThreadPoolExecutor(max(1, len(self.cms)))
+        self.entered = {key: self.pool.submit(cm.__enter__) for key, cm in self.cms.items()}
+
+    @contextlib.contextmanager
+    def use(self, key: str):
+        """``(what the server's context manager yields, its port)``."""
+        value = self.entered[key].result()
+        with contextlib.ExitStack() as stack:
+            stack.push(self.cms.pop(key))  # its __exit__ runs at the block's end, with the block's exception
+            yield value, self.ports[key]
+
+    def close(self) -> None:
+        for key, cm in self.cms.items():  # those no test used (a test failed before its turn)
+            if self.entered[key].exception() is None:
+                cm.__exit__(None, None, None)
+        self.pool.shutdown()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def servers(request):
+    makers = {key: make for item in request.session.items if item.module.__name__ == __name__
+              for key, make in SERVERS.get(item.function.__name__, {}).items()}
+    started = Servers(makers)
+    yield started
+    started.close()
+
+
+def test_serve_env_speaks_openenv_to_openenv_cores_own_client(servers):
     from openenv.core.generic_client import GenericEnvClient
 
-    port = free_port()
     local = make_env("ragen/FrozenLake-v0", LAKE)
-    with server(ours("FrozenLake", port, '{"size": 4, "is_slippery": true, "success_rate": 0.8}'), port):
+    with servers.use("lake") as (_, port):  # ours("FrozenLake", port, '{"size": 4, "is_slippery": true, ...}')
         from ragen_rllib import RagenConfig
 
         RagenConfig().environment(f"http://127.0.0.1:{port}").validate()  # the config check finds it up
@@ -66,10 +126,10 @@ def test_serve_env_speaks_openenv_to_openenv_cores_own_client():
                     break
 
 
-def test_a_served_tool_env_equals_the_env_in_process_and_sessions_are_concurrent():
-    port = free_port()
-    url = f"http://127.0.0.1:{port}"
-    with server(ours("SearchQA", port), port) as proc:
+def test_a_served_tool_env_equals_the_env_in_process_and_sessions_are_concurrent(servers):
+    with servers.use("searchqa") as (proc, port):  # ours("SearchQA", port)
+        url = f"http://127.0.0.1:{port}"
+
         def play(seed):
             remote, local = make_env(url, {"message_timeout_s": 30}), make_env("ragen/SearchQA-v0")
             assert isinstance(remote, ServedEnv)
@@ -92,9 +152,8 @@ def test_a_served_tool_env_equals_the_env_in_process_and_sessions_are_concurrent
     assert "Traceback" not in proc.stdout.read().decode()  # sessions the client closed end quietly
 
 
-def test_servedenv_plays_an_env_built_on_openenv_cores_own_server_classes():
-    port = free_port()
-    with server(foreign("echo", port), port):
+def test_servedenv_plays_an_env_built_on_openenv_cores_own_server_classes(servers):
+    with servers.use("echo") as (_, port):  # foreign("echo", port)
         env = make_env(f"http://127.0.0.1:{port}")
         text, info = env.reset(seed=5)
         assert text == "ready (seed 5)" and info["success"] is False
@@ -106,10 +165,10 @@ def test_servedenv_plays_an_env_built_on_openenv_cores_own_server_classes():
         assert (text, reward, term, trunc, info["success"]) == ("bye", 3.0, True, False, True)
 
 
-def test_a_server_that_dies_hangs_or_answers_garbage_ends_the_episode_and_the_env_reconnects():
-    port = free_port()
+def test_a_server_that_dies_hangs_or_answers_garbage_ends_the_episode_and_the_env_reconnects(servers):
+    port = servers.ports["dies"]
     env = ServedEnv(f"http://127.0.0.1:{port}", connect_timeout_s=2, message_timeout_s=1.5)
-    with server(ours("FrozenLake", port), port) as proc:
+    with servers.use("dies") as (proc, _):  # ours("FrozenLake", port)
         env.reset(seed=0)
         env.step("Left")
         os.killpg(proc.pid, signal.SIGSTOP)  # hangs
@@ -130,8 +189,7 @@ def test_a_server_that_dies_hangs_or_answers_garbage_ends_the_episode_and_the_en
         assert text == make_env("ragen/FrozenLake-v0").reset(seed=0)[0]
         assert env.step("Left")[4]["action_is_valid"]
     for mode, match in (("garbage", "reset failed: JSONDecodeError"), ("wrong", "not an OpenEnv result")):
-        port = free_port()
-        with server(foreign(mode, port), port):
+        with servers.use(mode) as (_, port):  # foreign(mode, port)
             with pytest.raises(ServedEnvError, match=match):
                 ServedEnv(f"http://127.0.0.1:{port}", message_timeout_s=2).reset(seed=0)
 
@@ -178,11 +236,9 @@ def test_a_config_naming_a_server_that_is_not_up_is_refused_before_any_runner():
         config.validate()
 
 
-def test_bfcl_through_its_server_equals_the_env_in_process():
+def test_bfcl_through_its_server_equals_the_env_in_process(servers):
     """Per-entry tools travel with the observations: BFCL's oracle episode gives the same steps served."""
-    from ragen_rllib.envs.server_process import served_env
-
-    with served_env("ragen/BFCLMultiTurn-v0", {"split": "validation"}) as url:
+    with servers.use("bfcl") as (url, _):  # served_env("ragen/BFCLMultiTurn-v0", {"split": "validation"})
         remote, local = make_env(url), make_env("ragen/BFCLMultiTurn-v0", {"split": "validation"})
         assert remote.reset(seed=3) == local.reset(seed=3)
         assert [t.name for t in remote.tools] == [t.name for t in local.unwrapped.tools]
