@@ -34,7 +34,7 @@ def main(temp_dir: str) -> None:
     actors = []
     token = open(os.environ["RAY_AUTH_TOKEN_PATH"]).read().strip()
     url = f"http://{context.dashboard_url}/api/v0/actors?limit=100"
-    for _ in range(30):  # the dashboard's state API answers a few seconds after ray.init
+    for _ in range(120):  # the dashboard's state API answers a few seconds after ray.init (30 s)
         try:
             request = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"})
             with urllib.request.urlopen(request, timeout=5) as r:
@@ -43,7 +43,7 @@ def main(temp_dir: str) -> None:
                 break
         except OSError:
             pass
-        time.sleep(1)
+        time.sleep(0.25)
     print(json.dumps({
         "dashboard_url": context.dashboard_url,
         "node_ips": [n["NodeManagerAddress"] for n in ray.nodes()],

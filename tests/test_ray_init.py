@@ -92,7 +92,7 @@ def test_a_local_ray_listens_on_loopback_only_lists_its_actors_and_ends_with_its
         probe.wait(timeout=10)
         deadline = time.monotonic() + 40
         while time.monotonic() < deadline and any(_alive(*d) for d in descendants):
-            time.sleep(1)
+            time.sleep(0.2)
         left = [psutil.Process(pid).name() for pid, created in descendants if _alive(pid, created)]
         assert not left, f"still running 40 s after the driver was killed: {left}"
     finally:
