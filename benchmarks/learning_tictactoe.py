@@ -41,9 +41,9 @@ def warm_model(args) -> Path:
     """The small model warm-started on noisy minimax games (built once, cached)."""
     from ragen_rllib.models.tiny import build_model
     from ragen_rllib.models.warm_start import REPORT_FILE, WarmStartConfig, warm_start
-    from ragen_rllib.versus import GAME_AGENT
+    from ragen_rllib.models.versus import GAME_AGENT
 
-    name = f"small-tictactoe-{args.demo_games}x{args.epochs}ep-noise{args.noise:g}"
+    name = f"small-tictactoe-nothink-{args.demo_games}x{args.epochs}ep-noise{args.noise:g}"
     path = ROOT / ".cache" / "bench" / name
     if not (path / REPORT_FILE).exists():
         print(f"[tictactoe] warm-starting the small model into {path} (once)", flush=True)
@@ -56,7 +56,7 @@ def warm_model(args) -> Path:
 
 
 def evaluate(model: str | Path, args, seed: int = 0) -> dict:
-    from ragen_rllib.versus import play_against
+    from ragen_rllib.models.versus import play_against
 
     start = time.perf_counter()
     r = play_against(str(model), HELD_OUT, args.reference, args.eval_games, seed=EVAL_SEED, agent="x",
@@ -68,7 +68,7 @@ def evaluate(model: str | Path, args, seed: int = 0) -> dict:
 def run(model: Path, seed: int, before: dict, args) -> dict:
     from ragen_rllib import RagenConfig
     from ragen_rllib.evaluation import export_checkpoint
-    from ragen_rllib.versus import GAME_AGENT
+    from ragen_rllib.models.versus import GAME_AGENT
 
     config = (RagenConfig()
               .environment(ENV, env_config=TRAIN)
@@ -80,6 +80,7 @@ def run(model: Path, seed: int, before: dict, args) -> dict:
                         minibatch_size=args.env_groups * args.group_size, entropy_coeff=0.0,
                         old_logprobs="engine", max_turns=GAME_AGENT.max_turns,
                         max_response_tokens=GAME_AGENT.max_response_tokens, max_model_len=GAME_AGENT.max_model_len,
+                        enable_think=GAME_AGENT.enable_think,
                         val_env_groups=1, engine=args.engine)
               .debugging(seed=seed))
     start = time.perf_counter()

@@ -5,7 +5,7 @@ token-exact transcript (their own system prompt, their own view of the board wit
 Both map to the run's one RL module (self-play), each (group, agent) pair is normalised as a group of its own, and
 the runner reports ``x/success_rate`` and ``o/success_rate``. After training, the model plays ``x`` against the
 fixed opponent pool (minimax, random, noisy minimax) from held-out openings (the validation split of the 2-move
-openings, never trained on; :func:`ragen_rllib.versus.against_the_pool`). This shows the plumbing: the tiny
+openings, never trained on; :func:`ragen_rllib.models.versus.against_the_pool`). This shows the plumbing: the tiny
 model is not taught the game first, so it makes no valid move and whoever moves first forfeits (a warm start on
 minimax games, as the single-agent envs have, is what makes the games real).
 
@@ -30,7 +30,7 @@ def main() -> None:
     import tempfile
 
     from ragen_rllib import RagenConfig, init_ray
-    from ragen_rllib.versus import against_the_pool
+    from ragen_rllib.models.versus import against_the_pool
 
     config = (RagenConfig()
               .environment(ENV, env_config={"opening_moves": 2, "openings": "train"})

@@ -64,7 +64,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
 def _cmd_export(args: argparse.Namespace) -> int:
     from ragen_rllib.evaluation import export_checkpoint
 
-    print(f"model saved to {export_checkpoint(args.checkpoint, args.out)}")
+    print(f"model saved to {export_checkpoint(args.checkpoint, args.out, args.module)}")
     return 0
 
 
@@ -193,6 +193,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "model directory, loadable by AutoModelForCausalLM and by vLLM.")
     ex.add_argument("checkpoint", help="a checkpoint directory (Algorithm.save_to_path)")
     ex.add_argument("--out", required=True, help="output directory")
+    ex.add_argument("--module", default=None, help="the RL module to export (a multi-agent run's checkpoint holds "
+                    "one per role; default: the only one)")
     ex.set_defaults(func=_cmd_export)
     view = sub.add_parser("view", help="render a rollouts JSONL (from eval --out) as one self-contained HTML page",
                           description="Write one HTML page (no server, no network) showing every trajectory turn by "

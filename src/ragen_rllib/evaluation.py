@@ -5,6 +5,11 @@ Evaluation runs the agent layer's rollout loop with a generation engine, outside
 per env (from ``val_seed``), ``samples`` trajectories per seed at the validation temperature. Per env it reports
 success, return, valid-action rate and the unbiased pass@k (Chen et al. 2021) for every k <= samples, and it can
 write one JSON line per trajectory that a person can read (or render with ``ragen-rllib view``).
+
+On a multi-agent run (a turn-based multi-agent env) every LLM agent is played by its own module's policy (the run's
+``policy_mapping_fn``; from a checkpoint, each module's own weights) and scripted agents by their fixed policies;
+metrics come per ``<tag>/<agent>`` and every agent's side of a game is one JSON line (``agent`` and ``module``
+named), so the viewer shows both sides.
 """
 
 from __future__ import annotations
@@ -16,8 +21,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-#: where an Algorithm checkpoint keeps the learner's RL module (Algorithm.save_to_path layout)
-MODULE_IN_CHECKPOINT = ("learner_group", "learner", "rl_module", "default_policy")
+#: where an Algorithm checkpoint keeps the learner's RL modules, one directory each (Algorithm.save_to_path layout)
+MODULES_IN_CHECKPOINT = ("learner_group", "learner", "rl_module")
+#: the module of a one-module run
+MODULE_IN_CHECKPOINT = (*MODULES_IN_CHECKPOINT, "default_policy")
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:
@@ -45,20 +52,32 @@ def eval_envs(config) -> list[EvalEnv]:
 
 def is_checkpoint(path: str | Path) -> bool:
     """Whether ``path`` is an Algorithm checkpoint (else: a model id or directory)."""
-    return Path(path, *MODULE_IN_CHECKPOINT).is_dir()
+    return bool(checkpoint_modules(path))
 
 
-def export_checkpoint(checkpoint: str | Path, out: str | Path) -> Path:
-    """Write the checkpoint's policy as a Hugging Face model directory (LoRA merged, with the tokenizer),
-    loadable by ``AutoModelForCausalLM`` and by vLLM."""
+def checkpoint_modules(checkpoint: str | Path) -> list[str]:
+    """The RL modules an Algorithm checkpoint holds (``[]``: not a checkpoint)."""
+    root = Path(checkpoint, *MODULES_IN_CHECKPOINT)
+    return sorted(p.name for p in root.iterdir() if p.is_dir()) if root.is_dir() else []
+
+
+def export_checkpoint(checkpoint: str | Path, out: str | Path, module_id: str | None = None) -> Path:
+    """Write the checkpoint's policy (``module_id``; None: its only module) as a Hugging Face model directory
+    (LoRA merged, with the tokenizer), loadable by ``AutoModelForCausalLM`` and by vLLM."""
     from ray.rllib.core.rl_module.rl_module import RLModule
     from transformers import AutoTokenizer
 
     from ragen_rllib.models.registry import resolve_model
 
-    path = Path(checkpoint, *MODULE_IN_CHECKPOINT)
-    if not path.is_dir():
-        raise FileNotFoundError(f"{checkpoint} is not a Ragen checkpoint (no {'/'.join(MODULE_IN_CHECKPOINT)})")
+    modules = checkpoint_modules(checkpoint)
+    if not modules:
+        raise FileNotFoundError(f"{checkpoint} is not a Ragen checkpoint (no {'/'.join(MODULES_IN_CHECKPOINT)})")
+    if module_id is None and len(modules) > 1:
+        raise ValueError(f"{checkpoint} holds the modules {modules}: name the one to export (--module NAME)")
+    module_id = modules[0] if module_id is None else module_id
+    if module_id not in modules:
+        raise ValueError(f"module={module_id!r}: {checkpoint} holds the modules {modules}")
+    path = Path(checkpoint, *MODULES_IN_CHECKPOINT, module_id)
     module = RLModule.from_checkpoint(path.resolve())
     lm = module.lm.merge_and_unload() if getattr(module, "lora", None) else module.lm
     out = Path(out)
@@ -82,10 +101,20 @@ def evaluate_run(model: str | Path, config_path: str | Path, overrides: Sequence
         raise ValueError(f"--config {config_path} names no environment (environment.env or environment.env_tags)")
     import_env_modules(config.env_modules)
     envs = eval_envs(config)
+    if _multi_agent(envs):
+        return evaluate_multi_agent_run(model, config, envs, episodes=episodes, samples=samples, engine=engine,
+                                        out_jsonl=out_jsonl)
     with tempfile.TemporaryDirectory(prefix="ragen-eval-") as tmp:
         source = str(export_checkpoint(model, tmp)) if is_checkpoint(model) else str(model)
         return evaluate(source, envs, episodes, samples, config.agent_config(), temperature=config.val_temperature,
                         seed=config.val_seed, engine=engine, out_jsonl=out_jsonl)
+
+
+def _multi_agent(envs: Sequence[EvalEnv]) -> bool:
+    from ragen_rllib.agent.trajectory import is_multi_agent
+    from ragen_rllib.envs.loading import resolve_env
+
+    return any(is_multi_agent(resolve_env(e.env_id)) for e in envs)
 
 
 def evaluate(model: str | Path, envs: Sequence[EvalEnv], episodes: int, samples: int, agent_cfg, *,
@@ -144,4 +173,90 @@ def record(tag: str, ep) -> dict[str, Any]:
     return {"env": tag, "env_id": ep.env.spec.id if ep.env.spec else "", "seed": ep.seed, "system": ep.system,
             "turns": turns,
             "final_state": str(ep.state), "success": bool(ep.success), "return": ep.episodic_return,
+            "error": ep.error}
+
+
+# ---------------------------------------------------------------------- multi-agent runs
+def evaluate_multi_agent_run(model: str | Path, config, envs: Sequence, *, episodes: int, samples: int,
+                             engine: str = "auto", out_jsonl: str | Path | None = None) -> dict:
+    """``model``: a checkpoint (each module's policy exported to a temp dir first) or a model name or directory
+    (every module plays it). Returns ``{<tag>/<agent>: metrics, ..., "all": means}``."""
+    import tempfile
+
+    from ragen_rllib.core.modules import module_ids, module_of
+
+    modules = module_ids(config)
+    with tempfile.TemporaryDirectory(prefix="ragen-eval-") as tmp:
+        held = checkpoint_modules(model)
+        if held:
+            missing = sorted(set(modules) - set(held))
+            if missing:
+                raise ValueError(f"{model} holds the modules {held}, the config plays {modules}: give the run's own "
+                                 "config (--config) or a checkpoint of this run")
+            sources = {m: str(export_checkpoint(model, Path(tmp) / m, m)) for m in modules}
+        else:
+            sources = {m: str(model) for m in modules}
+        return evaluate_multi_agent(sources, envs, episodes, samples, config.agent_config(),
+                                    module_of=lambda agent: module_of(config, agent),
+                                    scripted=dict(config.scripted_agents), temperature=config.val_temperature,
+                                    seed=config.val_seed, engine=engine, out_jsonl=out_jsonl)
+
+
+def evaluate_multi_agent(models: dict[str, str], envs: Sequence, episodes: int, samples: int, agent_cfg, *,
+                         module_of, scripted: dict[str, str], temperature: float = 0.5, seed: int = 123,
+                         engine: str = "auto", out_jsonl: str | Path | None = None) -> dict[str, dict[str, float]]:
+    """Per ``<tag>/<agent>``: :func:`summarize`'s metrics of that agent's side."""
+    from ragen_rllib.agent.multi_agent import rollout_multi
+    from ragen_rllib.engines.base import SamplingConfig
+    from ragen_rllib.envs.loading import make_env
+    from ragen_rllib.envs.multi_agent import resolve_scripted
+    from ragen_rllib.models.serving import engine_and_chat
+
+    engines, chats = {}, {}
+    report: dict[str, dict[str, float]] = {}
+    lines: list[dict[str, Any]] = []
+    try:
+        for module, source in models.items():
+            engines[module], chats[module] = engine_and_chat(source, agent_cfg, engine)
+        for spec in envs:
+            first = seed if spec.seed is None else spec.seed
+            seeds = [first + i for i in range(episodes) for _ in range(samples)]
+            made = [make_env(spec.env_id, spec.env_config) for _ in seeds]
+            policies = {a: resolve_scripted(name, type(made[0]), f"scripted_agents[{a!r}]")
+                        for a, name in scripted.items()}
+            done = rollout_multi(engines, chats, made, seeds, agent_cfg,
+                                 SamplingConfig(temperature=temperature, seed=seed), module_of=module_of,
+                                 scripted=policies)
+            for agent in done[0].llm_agents:
+                report[f"{spec.tag}/{agent}"] = _summarize(done, agent, seeds, samples)
+                lines += [agent_record(spec.tag, ep, agent, module_of(agent)) for ep in done]
+    finally:
+        for generation in engines.values():
+            generation.close()
+    report["all"] = {key: sum(r[key] for r in report.values()) / len(report) for key in next(iter(report.values()))}
+    if out_jsonl is not None:
+        Path(out_jsonl).write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return report
+
+
+def _summarize(episodes, agent: str, seeds: Sequence[int], samples: int) -> dict[str, float]:
+    class _Side:  # one agent's side, with the single-agent metrics() summarize reads
+        def __init__(self, ep) -> None:
+            self.ep = ep
+
+        def metrics(self) -> dict[str, float]:
+            return self.ep.metrics(agent)
+
+    return summarize([_Side(ep) for ep in episodes], seeds, samples)
+
+
+def agent_record(tag: str, ep, agent: str, module: str) -> dict[str, Any]:
+    """One agent's side of one game as a JSON-ready dict (the fields of
+    :func:`record`, plus ``agent`` and ``module``)."""
+    turns = [{"state": t.observation, "response": t.text, "think": t.parsed.think, "answer": t.parsed.answer,
+              "actions": list(t.parsed.actions), "format_ok": t.parsed.format_ok, "action_is_valid": t.action_is_valid,
+              "reward": t.reward, "response_tokens": len(t.response_ids)} for t in ep.turns[agent]]
+    final = ep.env.observe(agent) if ep.env.agents else ""
+    return {"env": f"{tag}/{agent}", "agent": agent, "module": module, "seed": ep.seed, "system": ep.systems[agent],
+            "turns": turns, "final_state": final, "success": bool(ep.success[agent]), "return": ep.returns[agent],
             "error": ep.error}

@@ -112,7 +112,8 @@ def _turn(i: int, turn: Mapping[str, Any]) -> str:
 def _trajectory(i: int, row: Mapping[str, Any]) -> str:
     ok = bool(row.get("success"))
     turns = row.get("turns") or []
-    head = (f'#{i} &middot; {_e(row.get("env"))} &middot; seed {_e(row.get("seed"))} &middot; '
+    side = (f'agent {_e(row["agent"])} (module {_e(row.get("module"))}) &middot; ' if row.get("agent") else "")
+    head = (f'#{i} &middot; {_e(row.get("env"))} &middot; {side}seed {_e(row.get("seed"))} &middot; '
             f'{"success" if ok else "failure"} &middot; return {float(row.get("return") or 0.0):+.3f} &middot; '
             f'{len(turns)} turns')
     error = f'<div class="bad">error: {_e(row["error"])}</div>' if row.get("error") else ""

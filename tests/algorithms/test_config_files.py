@@ -69,6 +69,8 @@ def test_to_yaml_loads_back_to_an_equal_config(tmp_path):
 NON_DEFAULT = {
     "environment": {"env": "ragen/Sokoban-v0", "env_config": {"dim_room": [5, 5]}, "clip_rewards": 2.0,
                     "env_modules": ["my_envs"]},
+    "multi_agent": {"agent_to_module": {"x": "attacker", "o": "defender"}, "scripted_agents": {"q": "random"},
+                    "policies_to_train": ["attacker"]},
     "env_runners": {"num_env_runners": 2, "max_requests_in_flight_per_env_runner": 3, "sample_timeout_s": 99.0,
                     "custom_resources_per_env_runner": {"rollout": 1}},
     "learners": {"num_learners": 2, "num_cpus_per_learner": 2, "max_requests_in_flight_per_learner": 5},

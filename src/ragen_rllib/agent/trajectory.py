@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ragen_rllib.agent.episode import AgentEpisode
@@ -24,6 +25,8 @@ class Trajectory:
         response_ids: the engine's sampled ids of each turn, exactly as generated.
         turn_states: the observation text each turn acted on (GiGPO's anchor states).
         error: a message when the runner caught an error in this trajectory (it is then not trained).
+        module_id: the RL module that sampled it and learns from it (set by the env runner).
+        agent: the agent whose side of a multi-agent episode it is (None: a single-agent episode).
     """
 
     env_id: str
@@ -35,6 +38,8 @@ class Trajectory:
     response_ids: list[list[int]] = field(default_factory=list)
     turn_states: list[str] = field(default_factory=list)
     error: str | None = None
+    module_id: str | None = None
+    agent: str | None = None
 
     @classmethod
     def from_episode(cls, ep: AgentEpisode, env_id: str, group_id: int) -> Trajectory:
@@ -50,7 +55,7 @@ class Trajectory:
         return cls(env_id=env_id, group_id=group_id, seed=int(ep.seed), samples=ep.samples(agent),
                    score=sum(t.reward for t in turns), metrics=ep.metrics(agent),
                    response_ids=[list(t.response_ids) for t in turns], turn_states=[t.observation for t in turns],
-                   error=ep.error)
+                   error=ep.error, agent=agent)
 
 
 def is_multi_agent(env: object) -> bool:
@@ -58,13 +63,21 @@ def is_multi_agent(env: object) -> bool:
     return hasattr(env, "agent_iter") and hasattr(env, "possible_agents")
 
 
-def agent_trajectories(episodes: list[MultiAgentEpisode], tags: list[str], group_ids: list[int]) -> list[Trajectory]:
+def agent_trajectories(episodes: list[MultiAgentEpisode], tags: list[str], group_ids: list[int],
+                       module_of: Callable[[str], str] | None = None) -> list[Trajectory]:
     """Each LLM agent's side of each multi-agent episode, as its own trajectory.
 
     Every (group, agent) pair is a group of its own (group normalisation per agent: ``group_id * agents + i``),
     and trajectories are tagged by agent (``<agent>``, or ``<tag>/<agent>`` in a run with several env tags), so
     metrics come per agent (``result["env_runners"]["<agent>/success_rate"]``). An agent that never moved (the
-    other forfeited first) has no samples to train but counts in the metrics (its win is a win)."""
+    other forfeited first) has no samples to train but counts in the metrics (its win is a win). ``module_of``
+    names each agent's module (``module_id``)."""
     several = len(set(tags)) > 1
-    return [Trajectory.from_agent(ep, agent, f"{tag}/{agent}" if several else agent, group * len(ep.llm_agents) + i)
-            for ep, tag, group in zip(episodes, tags, group_ids) for i, agent in enumerate(ep.llm_agents)]
+    out = []
+    for ep, tag, group in zip(episodes, tags, group_ids):
+        for i, agent in enumerate(ep.llm_agents):
+            traj = Trajectory.from_agent(ep, agent, f"{tag}/{agent}" if several else agent,
+                                         group * len(ep.llm_agents) + i)
+            traj.module_id = module_of(agent) if module_of is not None else None
+            out.append(traj)
+    return out

@@ -25,7 +25,6 @@ from collections.abc import Mapping
 import numpy as np
 import ray
 import torch
-from ray.rllib.core import DEFAULT_MODULE_ID
 
 PACKED = "ragen_packed_weights"  # marks a payload made by pack_weights
 
@@ -68,10 +67,11 @@ def unpack_weights(payload: Mapping) -> dict[str, torch.Tensor]:
             for name, i, dtype, shape in payload[PACKED]}
 
 
-def _put_weights(learner):
-    """In the learner's process: its weights (HF names, CPU tensors) into the object store; returns the ref."""
-    state = learner.module[DEFAULT_MODULE_ID].unwrapped().hf_state_dict()
-    return ray.put(pack_weights(state))
+def _put_weights(learner) -> dict:
+    """In the learner's process: each module's weights (HF names, CPU tensors) into the object store; returns
+    ``{module_id: ref}``."""
+    return {module_id: ray.put(pack_weights(module.unwrapped().hf_state_dict()))
+            for module_id, module in learner.module.items()}
 
 
 class ObjectStoreWeightSync(WeightSync):
@@ -80,6 +80,14 @@ class ObjectStoreWeightSync(WeightSync):
     def push(self, learner_group, env_runner_group, seq: int, runner_ids: list[int] | None = None) -> list[int]:
         results = learner_group.foreach_learner(_put_weights,
                                                 remote_actor_ids=None if learner_group.is_local else [0])
-        ref = next(iter(results)).get()  # every DDP learner holds the same weights: the first one's
-        return env_runner_group.foreach_env_runner(lambda runner: runner.load_weights(ref, seq),
+        refs = next(iter(results)).get()  # every DDP learner holds the same weights: the first one's
+        # each module's weights into that module's engine only (a multi-agent run has one engine per module)
+        return env_runner_group.foreach_env_runner(lambda runner: _load_all(runner, refs, seq),
                                                    remote_worker_ids=runner_ids, local_env_runner=False)
+
+
+def _load_all(runner, refs: dict, seq: int) -> int:
+    """On an env runner: each module's weights into its own engine; the runner's sync number afterwards."""
+    for module_id, ref in refs.items():
+        runner.load_weights(ref, seq, module_id)
+    return runner.weights_seq_no

@@ -64,6 +64,8 @@ class TurnBasedTextEnv(AECEnv):
     possible_agents: list[str] = []
     #: What each role is told (agent -> instruction).
     instructions: dict[str, str] = {}
+    #: The fixed opponents :meth:`opponent_action` plays (scripted agents, evaluation pools).
+    opponents: tuple[str, ...] = ("oracle",)
 
     def __init__(self, invalid_penalty: float = -0.1, max_invalid: int = 3, max_moves: int = 30,
                  render_mode: str | None = "ansi") -> None:
@@ -154,6 +156,11 @@ class TurnBasedTextEnv(AECEnv):
         """A strong action for ``agent`` (whose turn it is)."""
         raise NotImplementedError(f"{type(self).__name__} has no oracle")
 
+    def opponent_action(self, agent: str, kind: str) -> str:
+        """An action of the fixed opponent ``kind`` (one of :attr:`opponents`) for ``agent``."""
+        require(kind in self.opponents, "opponent", kind, f"one of {self.opponents}")
+        return self.oracle_action(agent)
+
     # ------------------------------------------------------------------ helpers
     def _safe_parse(self, agent: str, text: str) -> Any | None:
         try:
@@ -197,3 +204,36 @@ class TurnBasedTextEnv(AECEnv):
     @staticmethod
     def _info(success: bool, valid: bool, effective: bool) -> dict:
         return {SUCCESS: success, ACTION_IS_VALID: valid, ACTION_IS_EFFECTIVE: effective}
+
+
+def resolve_scripted(name: str, env_class: type, key: str = "scripted agent"):
+    """A fixed policy ``(env, agent) -> action string`` from its name: one of ``env_class.opponents`` (played by
+    ``env.opponent_action``) or an import path ``my_pkg.module:function``. ValueError naming ``key`` otherwise."""
+    import importlib
+
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"{key}={name!r}: name one of {env_class.__name__}'s opponents {env_class.opponents} or "
+                         "a function 'my_pkg.module:function' taking (env, agent) and returning an action string")
+    if name in getattr(env_class, "opponents", ()):
+        return _Opponent(name)
+    if ":" not in name:
+        raise ValueError(f"{key}={name!r} is not one of {env_class.__name__}'s opponents {env_class.opponents}; "
+                         "give one of them or an import path 'my_pkg.module:function'")
+    module_name, attr = name.split(":", 1)
+    try:
+        fn = getattr(importlib.import_module(module_name), attr)
+    except (ImportError, AttributeError) as err:
+        raise ValueError(f"{key}={name!r}: cannot import it ({err})") from err
+    if not callable(fn):
+        raise ValueError(f"{key}={name!r} is not callable: give a function (env, agent) -> action string")
+    return fn
+
+
+@dataclass(frozen=True)
+class _Opponent:
+    """One of an env's fixed opponents as a scripted policy (picklable)."""
+
+    kind: str
+
+    def __call__(self, env: TurnBasedTextEnv, agent: str) -> str:
+        return env.opponent_action(agent, self.kind)

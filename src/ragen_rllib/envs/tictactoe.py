@@ -98,6 +98,7 @@ class TicTacToeEnv(TurnBasedTextEnv):
     metadata = {**TurnBasedTextEnv.metadata, "name": "tictactoe"}
     possible_agents = ["x", "o"]
     instructions = {agent: INSTRUCTION.format(mark=mark) for agent, mark in MARKS.items()}
+    opponents = OPPONENTS
 
     def __init__(self, opening_moves: int = 0, openings: str = "all", invalid_penalty: float = -0.1,
                  max_invalid: int = 3, render_mode: str | None = "ansi") -> None:

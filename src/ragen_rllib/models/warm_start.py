@@ -9,7 +9,7 @@ Hugging Face engine (FrozenLake-4x4 non-slippery for FrozenLake, else the first 
 rate and success. Envs are given by id, short name (``FrozenLake``) or RAGEN tag (``SimpleSokoban``); a turn-based
 multi-agent env is given by import path (``ragen_rllib.envs.tictactoe:TicTacToeEnv``): its demonstrations are
 noisy-oracle games against a fixed opponent (:mod:`ragen_rllib.models.multi_agent_demos`) and its acceptance
-rollout is the model against that opponent (:func:`ragen_rllib.versus.play_against`, as ``x`` or the first side).
+rollout is the model against that opponent (:func:`ragen_rllib.models.versus.play_against`, as ``x`` or the first side).
 """
 
 from __future__ import annotations
@@ -208,7 +208,7 @@ def evaluate_model(model, tokenizer, cfg: WarmStartConfig) -> dict[str, float]:
     env_id, env_config = eval_env(cfg)
     if _multi_agent(env_id):
         from ragen_rllib.envs.loading import make_env
-        from ragen_rllib.versus import play_against
+        from ragen_rllib.models.versus import play_against
 
         agent = cfg.sides[0][0] if cfg.sides else make_env(env_id, env_config).possible_agents[0]
         result = play_against(engine, env_config, cfg.opponent, cfg.eval_episodes, seed=EVAL_SEED, agent=agent,

@@ -1,10 +1,14 @@
-"""RagenEnvRunner: an RLlib EnvRunner holding whole env groups and one generation engine.
+"""RagenEnvRunner: an RLlib EnvRunner holding whole env groups and one generation engine per RL module.
 
 Each ``sample()`` runs one synchronous multi-turn rollout over this runner's share of the groups (its block of
 the run's env tags, and their seeds: see :mod:`ragen_rllib.core.env_tags`; every trajectory of a
 group shares the seed) with ONE batched engine call per turn, and returns :class:`Trajectory` records
 with the agent layer's exact-token transcripts. Model output and env errors are handled and counted
 here: an exception escaping ``sample()`` would make RLlib kill and restart the runner (~60 s).
+
+With a turn-based multi-agent env, each round's turns are batched per module (one engine call per module), each
+agent's module is RLlib's ``policy_mapping_fn``, scripted agents (``scripted_agents``) play fixed policies, and
+every module's engine takes only its own module's weights (:meth:`load_weights`).
 """
 
 from __future__ import annotations
@@ -15,7 +19,8 @@ from typing import Any
 
 import gymnasium as gym
 import ray
-from ray.rllib.core import COMPONENT_RL_MODULE, DEFAULT_MODULE_ID
+from ray.rllib.core import COMPONENT_RL_MODULE
+from ray.rllib.env import INPUT_ENV_SINGLE_SPACES, INPUT_ENV_SPACES
 from ray.rllib.env.env_runner import EnvRunner
 from ray.rllib.utils.annotations import override
 from ray.rllib.utils.metrics import (
@@ -59,9 +64,13 @@ class RagenEnvRunner(EnvRunner):
         # or another runner's block re-sampled after that runner died)
         self._envs: dict[tuple[int, bool], list[gym.Env]] = {}
         self.envs = self._block_envs(self.runner_index, validation=False)
-        self.engine = None
+        from ragen_rllib.core.modules import module_ids
+
+        self.module_ids = module_ids(cfg)
+        self.engines: dict[str, Any] = {}  # module id -> its generation engine
         self.chat = None
-        self._weights_seq_no = 0
+        self._seq_nos = {m: 0 for m in self.module_ids}  # module id -> the weight sync its engine holds
+        self._scripted = None  # agent -> fixed policy (made with the first multi-agent env)
         self.last_rollout: dict[str, float] = {}
         self._build_engine()
 
@@ -77,7 +86,18 @@ class RagenEnvRunner(EnvRunner):
             kwargs.setdefault("device", engine_device(self.config.num_gpus_per_env_runner))  # vLLM places itself
         if not self.config.num_gpus_per_env_runner:
             kwargs.setdefault("num_threads", engine_threads(self.config.num_cpus_per_env_runner))
-        self.engine, self.chat = engine_and_chat(self.config.model_name, self.agent_cfg, self.config.engine, **kwargs)
+        for module_id in self.module_ids:  # one engine per module: a module's weights reach its engine only
+            self.engines[module_id], self.chat = engine_and_chat(self.config.model_name, self.agent_cfg,
+                                                                 self.config.engine, **kwargs)
+
+    @property
+    def engine(self):
+        """The first module's engine (the only one in a one-module run)."""
+        return self.engines.get(self.module_ids[0])
+
+    @engine.setter
+    def engine(self, engine) -> None:
+        self.engines[self.module_ids[0]] = engine
 
     # ------------------------------------------------------------------ sampling
     def _make_env(self, slot) -> gym.Env:
@@ -131,9 +151,10 @@ class RagenEnvRunner(EnvRunner):
         start = time.perf_counter()
         multi = bool(envs) and is_multi_agent(envs[0])
         try:
-            if multi:  # self-play: every agent's turns sampled from this runner's one module
-                episodes = rollout_multi({DEFAULT_MODULE_ID: self.engine}, {DEFAULT_MODULE_ID: self.chat}, envs,
-                                         seeds, self.agent_cfg, sampling, module_of=lambda agent: DEFAULT_MODULE_ID)
+            if multi:  # each agent's turns sampled by its module's engine (self-play: all on one module)
+                episodes = rollout_multi(self.engines, {m: self.chat for m in self.engines}, envs, seeds,
+                                         self.agent_cfg, sampling, module_of=self._module_of,
+                                         scripted=self._scripted_agents(envs[0]))
             else:
                 episodes = rollout(self.engine, self.chat, envs, seeds, self.agent_cfg, sampling)
         except Exception as err:  # an engine failure: count it, return nothing this time
@@ -142,10 +163,12 @@ class RagenEnvRunner(EnvRunner):
             return [Trajectory(env_id=tags[0] if tags else str(cfg.env), group_id=-1, seed=-1, error=repr(err))]
         seconds = time.perf_counter() - start
         if multi:
-            trajectories = agent_trajectories(episodes, tags, group_ids)
+            trajectories = agent_trajectories(episodes, tags, group_ids, module_of=self._module_of)
         else:
             trajectories = [Trajectory.from_episode(ep, tag, group_id=g) for ep, tag, g in zip(episodes, tags,
                                                                                                group_ids)]
+            for t in trajectories:
+                t.module_id = self.module_ids[0]
         self.metrics.log_value(RUNNER_ERRORS_LIFETIME, sum(t.error is not None for t in trajectories),
                                reduce="lifetime_sum")
         tokens = sum(len(ids) for t in trajectories for ids in t.response_ids)
@@ -163,30 +186,53 @@ class RagenEnvRunner(EnvRunner):
         self.metrics.log_value(NUM_EPISODES, episodes, reduce="sum")
         self.metrics.log_value(NUM_EPISODES_LIFETIME, episodes, reduce="lifetime_sum")
 
+    def _module_of(self, agent: str) -> str:
+        from ragen_rllib.core.modules import module_of
+
+        return module_of(self.config, agent)
+
+    def _scripted_agents(self, env) -> dict:
+        if self._scripted is None:
+            from ragen_rllib.envs.multi_agent import resolve_scripted
+
+            self._scripted = {agent: resolve_scripted(name, type(env), f"scripted_agents[{agent!r}]")
+                              for agent, name in self.config.scripted_agents.items()}
+        return self._scripted
+
     # ------------------------------------------------------------------ weights
-    def load_weights(self, weights: Any, seq_no: int) -> int:
+    def load_weights(self, weights: Any, seq_no: int, module_id: str | None = None) -> int:
         """Load Hugging Face-named weights (a dict, a :func:`pack_weights` payload, or an ObjectRef of either) into
-        the engine; returns the seq no."""
+        the engine of ``module_id`` (default: the first module's) and no other; returns the seq no of the
+        runner (the oldest weights any of its engines holds)."""
+        module_id = self.module_ids[0] if module_id is None else module_id
+        if module_id not in self.engines:
+            raise KeyError(f"env runner {self.worker_index} has no module {module_id!r}; it has {self.module_ids}")
         if isinstance(weights, ray.ObjectRef):
             weights = ray.get(weights)
-        if seq_no == 0 or seq_no > self._weights_seq_no:
-            self.engine.load_weights(unpack_weights(weights))
-            self._weights_seq_no = max(seq_no, self._weights_seq_no)
-        return self._weights_seq_no
+        if seq_no == 0 or seq_no > self._seq_nos[module_id]:
+            self.engines[module_id].load_weights(unpack_weights(weights))
+            self._seq_nos[module_id] = max(seq_no, self._seq_nos[module_id])
+        return self.weights_seq_no
 
     @property
     def weights_seq_no(self) -> int:
-        return self._weights_seq_no
+        return min(self._seq_nos.values())
 
     # ------------------------------------------------------------------ RLlib EnvRunner API
     @override(EnvRunner)
     def get_spaces(self) -> dict[str, tuple[gym.Space, gym.Space]]:
         space = text_space()
-        return {DEFAULT_MODULE_ID: (space, space), "__env__": (space, space)}
+        env = space
+        if self.envs and is_multi_agent(self.envs[0]):  # RLlib's multi-agent form: a Dict space keyed by agent
+            llm = [a for a in self.envs[0].possible_agents if a not in self.config.scripted_agents]
+            env = gym.spaces.Dict({a: space for a in llm})
+        # RLlib's keys for the env's spaces (a multi-module run builds its connectors from the single one)
+        return {**{m: (space, space) for m in self.module_ids}, INPUT_ENV_SPACES: (env, env),
+                INPUT_ENV_SINGLE_SPACES: (env, env)}
 
     @override(EnvRunner)
     def assert_healthy(self) -> None:
-        assert self.engine is not None and self.envs, "the env runner has no engine or no envs"
+        assert len(self.engines) == len(self.module_ids) and self.envs, "the env runner has no engine or no envs"
 
     @override(EnvRunner)
     def get_metrics(self) -> dict:
@@ -195,7 +241,7 @@ class RagenEnvRunner(EnvRunner):
     # get_state / set_state: RLlib's checkpoint and weight-sync entry points (EnvRunnerGroup calls them; the
     # EnvRunner base does not declare them, SingleAgentEnvRunner gets them from Checkpointable).
     def get_state(self, components=None, *, not_components=None, **kwargs) -> dict:
-        return {WEIGHTS_SEQ_NO: self._weights_seq_no,
+        return {WEIGHTS_SEQ_NO: self.weights_seq_no,
                 NUM_ENV_STEPS_SAMPLED_LIFETIME: self.num_env_steps_sampled_lifetime}
 
     def set_state(self, state: dict) -> None:
@@ -204,23 +250,27 @@ class RagenEnvRunner(EnvRunner):
             module_state = state[COMPONENT_RL_MODULE]
             if isinstance(module_state, ray.ObjectRef):
                 module_state = ray.get(module_state)
-            module_state = module_state.get(DEFAULT_MODULE_ID, module_state)
-            weights = {k[len("lm."):]: v for k, v in module_state.items() if k.startswith("lm.")}
-            if any("lora_" in k for k in weights):
-                # a LoRA module's state is its adapter only, which an engine holding merged weights cannot
-                # take; Ragen pushes the merged weights itself after a build or restore (sync_engine_weights)
-                logger.debug("env runner %s: LoRA adapter state left to Ragen's merged weight sync",
-                             self.worker_index)
-            else:
-                self.load_weights(weights, int(state.get(WEIGHTS_SEQ_NO, 0)))
+            if not set(module_state) & set(self.module_ids):  # one module's state, not keyed by module
+                module_state = {self.module_ids[0]: module_state}
+            for module_id, one in module_state.items():
+                if module_id not in self.engines:
+                    continue
+                weights = {k[len("lm."):]: v for k, v in one.items() if k.startswith("lm.")}
+                if any("lora_" in k for k in weights):
+                    # a LoRA module's state is its adapter only, which an engine holding merged weights cannot
+                    # take; Ragen pushes the merged weights itself after a build or restore (sync_engine_weights)
+                    logger.debug("env runner %s: LoRA adapter state left to Ragen's merged weight sync",
+                                 self.worker_index)
+                else:
+                    self.load_weights(weights, int(state.get(WEIGHTS_SEQ_NO, 0)), module_id)
         if NUM_ENV_STEPS_SAMPLED_LIFETIME in state:
             self.num_env_steps_sampled_lifetime = state[NUM_ENV_STEPS_SAMPLED_LIFETIME]
 
     @override(EnvRunner)
     def stop(self) -> None:
-        if self.engine is not None:
-            self.engine.close()
-            self.engine = None
+        for engine in self.engines.values():
+            engine.close()
+        self.engines = {}
 
 
 def engine_device(num_gpus: float) -> str:

@@ -10,19 +10,18 @@ from __future__ import annotations
 
 import functools
 import logging
-import math
 import time
 from pathlib import Path
 
 from ray.rllib.algorithms.algorithm import Algorithm
-from ray.rllib.core import DEFAULT_MODULE_ID
 from ray.rllib.policy.sample_batch import MultiAgentBatch, SampleBatch
 from ray.rllib.utils.annotations import override
 from ray.rllib.utils.metrics import ENV_RUNNER_RESULTS, LEARNER_RESULTS, TIMERS
 
-from ragen_rllib.algorithms.ragen.driver.batch import build_batch, padding_fraction
+from ragen_rllib.algorithms.ragen.driver.batch import padding_fraction
 from ragen_rllib.algorithms.ragen.driver.checkpoint_io import write_atomically
 from ragen_rllib.algorithms.ragen.driver.early_stop import EarlyStopper
+from ragen_rllib.algorithms.ragen.driver.modules import Prepared, module_updates, prepare
 from ragen_rllib.algorithms.ragen.driver.one_step_off import (
     Collected,
     NoHealthyRunners,
@@ -32,8 +31,7 @@ from ragen_rllib.algorithms.ragen.driver.one_step_off import (
     staleness,
     timeline,
 )
-from ragen_rllib.algorithms.ragen.driver.reward_shaping import shape_rewards
-from ragen_rllib.algorithms.ragen.driver.rollout_filter import filter_trajectories, varied_groups
+from ragen_rllib.algorithms.ragen.driver.rollout_filter import varied_groups
 from ragen_rllib.algorithms.ragen.driver.rollout_metrics import rollout_metrics
 from ragen_rllib.algorithms.ragen.driver.runner_failures import assign_blocks
 from ragen_rllib.algorithms.ragen.ragen_config import RagenConfig
@@ -100,13 +98,13 @@ class Ragen(Algorithm):
             spans["sample"] = (collected.start, collected.end)
         self.metrics.log_value((ENV_RUNNER_RESULTS, K.WEIGHTS_STALENESS), float(staleness(self._version, collected)),
                                window=1)
-        kept, filter_metrics = self._prepare(collected)
+        kept = self._prepare(collected)
         if overlapped:  # the runners are idle: give them the newest weights, then sample the next batch
             if self._engine_version != self._version:
                 spans["weight_sync"] = self._timed(self.sync_engine_weights)
             self._prefetcher.launch(functools.partial(self._collect, background=True))
         if kept:
-            spans["learn"] = self._timed(lambda: self._learn(kept, filter_metrics))
+            spans["learn"] = self._timed(lambda: self._learn(kept))
             if not overlapped:
                 spans["weight_sync"] = self._timed(self.sync_engine_weights)
         if overlapped:
@@ -137,37 +135,30 @@ class Ragen(Algorithm):
         self.metrics.log_dict({**rollout, **collected.extra}, key=ENV_RUNNER_RESULTS, window=1)
         if cfg.mi_interval and self._step % cfg.mi_interval == 0:
             self.metrics.log_dict(self._reasoning_mi(collected.sampled), key=ENV_RUNNER_RESULTS, window=1)
-        shaped, shaping = shape_rewards(collected.kept, cfg)
-        kept, filter_metrics = filter_trajectories(shaped, cfg)
+        prepared = prepare(collected.kept, cfg)  # each module's reward shaping and group filter
         self._stopper.on_step(rollout.get(K.IN_GROUP_REWARD_STD_MEAN),
-                              empty=cfg.filter_strategy is not None and not kept)
-        self.metrics.log_dict({**shaping, **filter_metrics}, key=ENV_RUNNER_RESULTS, window=1)
+                              empty=cfg.filter_strategy is not None and not prepared)
+        self.metrics.log_dict(prepared.metrics, key=ENV_RUNNER_RESULTS, window=1)
         if cfg.filter_strategy is not None:
-            self.metrics.log_value((ENV_RUNNER_RESULTS, K.FILTER_EMPTY_BATCHES), float(not kept), reduce="sum")
-        return kept, filter_metrics
+            self.metrics.log_value((ENV_RUNNER_RESULTS, K.FILTER_EMPTY_BATCHES), float(not prepared), reduce="sum")
+        return prepared
 
-    def _learn(self, kept, filter_metrics) -> None:
-        """One learner update on ``kept`` (the weights version goes up by one)."""
-        cfg = self.config
-        batch = build_batch(kept, self._pad_id, config=cfg)
-        rows = len(batch["input_ids"])
-        if cfg.filter_loss_scale and filter_metrics:
-            batch[K.LOSS_SCALE][:] = filter_metrics[K.FILTER_KEPT_RATIO]
-        learners = max(cfg.num_learners, 1)
-        minibatch = min(cfg.minibatch_size, math.ceil(rows / learners))
-        learner_results = self.learner_group.update(
-            batch=MultiAgentBatch({DEFAULT_MODULE_ID: SampleBatch(batch)}, env_steps=rows),
-            minibatch_size=minibatch,
-            num_epochs=cfg.num_epochs,
-            shuffle_batch_per_epoch=True,
-            # equal minibatch counts on every learner (DDP deadlocks otherwise)
-            num_total_minibatches=cfg.num_epochs * math.ceil(math.ceil(rows / learners) / minibatch),
-            timesteps={K.TRAINING_STEP: self._step},  # the learners' lr schedule (lr_warmup_steps, lr_decay)
-        )
+    def _learn(self, prepared: Prepared) -> None:
+        """One learner update per trained module on its kept trajectories (the weights version goes up by one)."""
+        for update in module_updates(prepared, self._pad_id, self.config):
+            rows = len(update.batch[K.INPUT_IDS])
+            learner_results = self.learner_group.update(
+                batch=MultiAgentBatch({update.module_id: SampleBatch(update.batch)}, env_steps=rows),
+                minibatch_size=update.minibatch_size,
+                num_epochs=update.num_epochs,
+                shuffle_batch_per_epoch=True,
+                num_total_minibatches=update.num_total_minibatches,
+                timesteps={K.TRAINING_STEP: self._step},  # the learners' lr schedule (lr_warmup_steps, lr_decay)
+            )
+            self.metrics.aggregate(learner_results, key=LEARNER_RESULTS)
+            self.metrics.log_value((LEARNER_RESULTS, update.module_id, K.PADDING_FRACTION),
+                                   padding_fraction(update.batch), window=1)
         self._version += 1
-        self.metrics.aggregate(learner_results, key=LEARNER_RESULTS)
-        self.metrics.log_value((LEARNER_RESULTS, DEFAULT_MODULE_ID, K.PADDING_FRACTION), padding_fraction(batch),
-                               window=1)
 
     def _reasoning_mi(self, trajectories) -> dict[str, float]:
         """RAGEN-2's mutual-information estimate, scored by the first env runner's engine."""

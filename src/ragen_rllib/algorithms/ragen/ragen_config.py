@@ -51,6 +51,8 @@ class RagenConfig(AlgorithmConfig, RagenHyperparams):
         self.env_runner_cls = RagenEnvRunner
         self.env_tags: list[dict] = []  # training envs of a multi-env run (see .env_tags); [] = the one `env`
         self.val_env_tags: list[dict] = []  # validation envs; [] = the training envs, val_env_groups each
+        self.agent_to_module: dict[str, str] = {}  # multi-agent envs: agent -> RL module (see .multi_agent)
+        self.scripted_agents: dict[str, str] = {}  # multi-agent envs: agent -> fixed opponent (no LLM)
         self.env_modules: list[str] = []  # modules imported (driver and every runner) before envs are made
         self.sweep_variant: Any = None  # a sweep's grouped setting (config.key_paths.VARIANT)
         self.sweep_variants: Any = None  # more grouped axes, {axis: setting} (param_space keys variant.<axis>)
@@ -135,6 +137,27 @@ class RagenConfig(AlgorithmConfig, RagenHyperparams):
                     kwargs.setdefault("env_config", tags[0].env_config)
         super().environment(env, **kwargs)
         return self
+
+    @override(AlgorithmConfig)
+    def multi_agent(self, *, agent_to_module: Any = NotProvided, scripted_agents: Any = NotProvided,
+                    **kwargs: Any) -> RagenConfig:
+        """RLlib's ``multi_agent()`` (``policies``, ``policy_mapping_fn``, ``policies_to_train``: one RL module per
+        policy id) plus Ragen's ``agent_to_module`` ({agent: module}: sets ``policy_mapping_fn`` and, unless given,
+        ``policies``) and ``scripted_agents`` ({agent: fixed opponent}); see :mod:`.config.multi_agent`."""
+        from ragen_rllib.algorithms.ragen.config.multi_agent import ragen_multi_agent_keys
+
+        super().multi_agent(**ragen_multi_agent_keys(self, agent_to_module, scripted_agents, kwargs))
+        return self
+
+    @override(AlgorithmConfig)
+    def get_config_for_module(self, module_id: str) -> RagenConfig:
+        # RLlib 2.60 applies a module's overrides to a copy that keeps this config's frozen state, so on a built
+        # algorithm's (frozen) config it raises: apply them to an unfrozen copy, frozen afterwards like this one.
+        overrides = self.algorithm_config_overrides_per_module.get(module_id)
+        if overrides and module_id not in self._per_module_overrides:
+            own = self.copy(copy_frozen=False).update_from_dict(overrides)
+            self._per_module_overrides[module_id] = own.copy(copy_frozen=self._is_frozen)
+        return super().get_config_for_module(module_id)
 
     @override(AlgorithmConfig)
     def training(self, **kwargs: Any) -> RagenConfig:
@@ -296,9 +319,11 @@ class RagenConfig(AlgorithmConfig, RagenHyperparams):
 
     def _validate_env(self) -> None:
         from ragen_rllib.algorithms.ragen.config.env_checks import check_envs
+        from ragen_rllib.algorithms.ragen.config.multi_agent import check_multi_agent
 
         try:
             check_envs(self)
+            check_multi_agent(self)
         except ValueError as err:
             self._value_error(f"RagenConfig: {err}")
 

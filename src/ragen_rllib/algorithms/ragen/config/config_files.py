@@ -1,9 +1,9 @@
 """YAML config files for :class:`~.ragen_config.RagenConfig`.
 
-A file's top-level sections are RagenConfig's builder methods (``environment``, ``env_runners``, ``learners``,
-``rl_module``, ``training``, ``evaluation``, ``fault_tolerance``, ``reporting``, ``checkpointing``, ``resources``,
-``framework``, ``debugging``), each a mapping of that method's keyword arguments, plus ``run`` (``stop``: Tune's
-stop dict, ``checkpoint_every``: iterations, ``out_dir``,
+A file's top-level sections are RagenConfig's builder methods (``environment``, ``multi_agent``, ``env_runners``,
+``learners``, ``rl_module``, ``training``, ``evaluation``, ``fault_tolerance``, ``reporting``, ``checkpointing``,
+``resources``, ``framework``, ``debugging``), each a mapping of that method's keyword arguments, plus ``run``
+(``stop``: Tune's stop dict, ``checkpoint_every``: iterations, ``out_dir``,
 ``loggers``, ``ray_init``: keyword arguments of ``ray.init``, e.g. a ``runtime_env``; ``storage_path``: where
 Tune keeps trials and checkpoints, a directory every node reaches or a ``s3://``-style URI; ``max_failures``: how
 often Tune restarts a failed trial from its last checkpoint) and ``tune`` (free-form,
@@ -31,13 +31,16 @@ from ray.rllib.algorithms.algorithm_config import AlgorithmConfig
 from ragen_rllib.algorithms.ragen.config.hyperparams import HYPERPARAMS, check_value
 
 #: the builder methods a file's sections call, in this order (RLlib's own names and keyword arguments)
-SECTIONS = ("environment", "env_runners", "learners", "rl_module", "training", "evaluation", "fault_tolerance",
-            "reporting", "checkpointing", "resources", "framework", "debugging")
+SECTIONS = ("environment", "multi_agent", "env_runners", "learners", "rl_module", "training", "evaluation",
+            "fault_tolerance", "reporting", "checkpointing", "resources", "framework", "debugging")
 RUN_KEYS = {"stop": dict, "checkpoint_every": int, "out_dir": str, "loggers": list, "ray_init": dict,
             "storage_path": str, "max_failures": int}
 FREE_SECTIONS = ("tune",)
 BASES = "defaults"  # the list of base files a file extends
 ENV_KEYS = ("env_tags", "val_env_tags", "env_modules")  # Ragen's own environment() keys (multi-env runs)
+MULTI_AGENT_KEYS = ("agent_to_module", "scripted_agents")  # Ragen's own multi_agent() keys
+#: Ragen's own keys of each section (always written by dump_tree)
+OWN_KEYS = {"environment": ENV_KEYS, "multi_agent": MULTI_AGENT_KEYS}
 #: builder keyword -> the config attribute that holds it, where RLlib names the two apart
 ATTRIBUTE = {"framework": "framework_str"}
 #: YAML's scalar types (plus lists and mappings of them): what a config file can hold
@@ -54,8 +57,8 @@ def section_keys(section: str) -> list[str]:
     (its multi-env keys under ``environment``, its hyperparameters under ``training``)."""
     params = [p for p in inspect.signature(getattr(AlgorithmConfig, section)).parameters
               if p not in ("self", "kwargs") and _readable(p)]
-    if section == "environment":
-        return [*params, *ENV_KEYS]
+    if section in OWN_KEYS:
+        return [*params, *OWN_KEYS[section]]
     return [*HYPERPARAMS, *params] if section == "training" else params
 
 
@@ -164,7 +167,9 @@ def dump_tree(config) -> dict[str, Any]:
         body = {}
         for key in section_keys(section):
             value = _read(config, key)[1]
-            ours = (section == "training" and key in HYPERPARAMS) or (section == "environment" and key in ENV_KEYS)
+            ours = (section == "training" and key in HYPERPARAMS) or key in OWN_KEYS.get(section, ())
+            if section == "multi_agent":
+                value = _multi_agent_value(config, key, value)
             if ours or not _same(value, _read(default, key)[1]):
                 body[key] = _plain(value, f"{section}.{key}")
         if body:
@@ -174,6 +179,21 @@ def dump_tree(config) -> dict[str, Any]:
     if getattr(config, "tune_settings", None):
         tree["tune"] = _plain(config.tune_settings, "tune")
     return tree
+
+
+def _multi_agent_value(config, key: str, value: Any) -> Any:
+    """RLlib's multi-agent settings as a file holds them: ``policies`` as their ids (every module is a Ragen module
+    built from the run's model settings); a ``policy_mapping_fn`` that ``agent_to_module`` made as the default (the
+    file's ``agent_to_module`` makes it again)."""
+    from ray.rllib.policy.policy import PolicySpec
+
+    from ragen_rllib.algorithms.ragen.config.multi_agent import AgentToModule
+
+    if key == "policies" and isinstance(value, dict) and all(spec == PolicySpec() for spec in value.values()):
+        return value if set(value) == set(_rllib_defaults().policies) else sorted(value)
+    if key == "policy_mapping_fn" and value == AgentToModule(config.agent_to_module):
+        return _read(_rllib_defaults(), key)[1]
+    return value
 
 
 def _same(a: Any, b: Any) -> bool:

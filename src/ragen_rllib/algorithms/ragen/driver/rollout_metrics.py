@@ -16,7 +16,8 @@ def rollout_metrics(trajectories: Sequence[Trajectory], rollout_seconds: float) 
     """Means over trajectories, pass@k and in-group reward std over groups, tokens/s over the step.
 
     ``pass_at_k``: share of groups with at least one success (k = the group size). With several env ids
-    in the batch (a multi-env run's tags), every metric is also reported per tag as ``"<tag>/<metric>"``.
+    in the batch (a multi-env run's tags) or agents' sides of multi-agent episodes (env id ``<agent>`` or
+    ``<tag>/<agent>``), every metric is also reported per env id as ``"<env id>/<metric>"``.
     """
     ok = [t for t in trajectories if t.error is None]
     out = {K.RUNNER_ERRORS: float(len(trajectories) - len(ok))}
@@ -26,7 +27,7 @@ def rollout_metrics(trajectories: Sequence[Trajectory], rollout_seconds: float) 
     tokens = sum(t.metrics.get(E.M_RESPONSE_LENGTH, 0.0) * t.metrics.get(E.M_NUM_TURNS, 0.0) for t in ok)
     out[K.GENERATED_TOKENS_PER_S] = tokens / max(rollout_seconds, 1e-9)
     env_ids = sorted({t.env_id for t in ok})
-    if len(env_ids) > 1:
+    if len(env_ids) > 1 or any(t.agent is not None for t in ok):
         for env_id in env_ids:
             for key, value in _summary([t for t in ok if t.env_id == env_id]).items():
                 out[f"{env_id}/{key}"] = value

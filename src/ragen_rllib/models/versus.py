@@ -18,8 +18,9 @@ from typing import Any
 from ragen_rllib.agent.config import AgentConfig
 
 ENV = "ragen_rllib.envs.tictactoe:TicTacToeEnv"
-#: The agent settings of a game of tic-tac-toe: a cell number per turn, at most 5 moves per side.
-GAME_AGENT = AgentConfig(max_turns=5, max_response_tokens=24, max_model_len=1024)
+#: The agent settings of a game of tic-tac-toe: a cell number per turn (RAGEN's no-think prompt: the answer is
+#: pre-filled with ``<answer>``), at most 5 moves per side.
+GAME_AGENT = AgentConfig(max_turns=5, max_response_tokens=8, max_model_len=1024, enable_think=False)
 
 
 def binomial_se(p: float, n: int) -> float:

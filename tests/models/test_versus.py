@@ -11,7 +11,7 @@ from ragen_rllib.agent.prompts import generation_prefill
 from ragen_rllib.envs.tictactoe import TicTacToeEnv
 from ragen_rllib.models.multi_agent_demos import MultiAgentDemoPolicy, multi_agent_demonstrations
 from ragen_rllib.models.tiny import tiny_model_path
-from ragen_rllib.versus import GAME_AGENT, against_the_pool, binomial_se, outcomes, play_against
+from ragen_rllib.models.versus import GAME_AGENT, against_the_pool, binomial_se, outcomes, play_against
 
 HELD_OUT = {"opening_moves": 2, "openings": "validation"}
 
