@@ -1,15 +1,16 @@
-"""Learning record of a multi-agent env: self-play RL raises tic-tac-toe's win rate against a fixed reference
-opponent on held-out starts, over 3 seeds.
+"""Learning record of a multi-agent env: RL against a fixed pool (or self-play) raises tic-tac-toe's win rate
+against a fixed reference opponent on held-out starts, over 3 seeds.
 
 What it measures: the small tiny model (built from scratch) is warm-started once (cached under .cache/bench/) on
 noisy-minimax games from the TRAIN split of the 2-move openings (``TicTacToeEnv(openings="train")``), playing x and
 o in turn against a random opponent, with each move random with probability ``--noise``: it learns the answer
-format and legal moves with room left to learn. Then for each seed: RLlib self-play (the run's one module plays
-both x and o; GRPO per (group, agent)) on the train split, and the win rate of ``x`` against the reference
-opponent (``random``) on the VALIDATION split (openings never trained on) before and after, ``--eval-games`` games
-each at RAGEN's validation temperature 0.5 (``--eval-temperature``). The reference is ``random``: from these
-held-out openings (4000 games each, env seeds 500000+) a random-legal x wins 60.4% against it, noisy minimax
-87.2%, minimax 98.4%, so there is room above a weak start; against ``minimax`` x can at best draw (0% wins).
+format with room left to learn. Then for each seed: RLlib training on the train split, ``x`` on the run's module
+and ``o`` either a fixed opponent (``--train-against random``, the default: ``scripted_agents``) or the model
+itself (``--train-against self``: self-play, both sides train; GRPO per (group, agent)), and the win rate of ``x``
+against the reference opponent (``random``) on the VALIDATION split (openings never trained on) before and after,
+``--eval-games`` games each at RAGEN's validation temperature 0.5 (``--eval-temperature``). The reference is
+``random``: from these held-out openings (4000 games each, env seeds 500000+) a random-legal x wins 60.4% against
+it, noisy minimax 87.2%, minimax 98.4%, so there is room above a weak start; against ``minimax`` x can at best draw.
 Reported: before, after, lift and the binomial standard error per seed (lift SE: both rates' SEs in quadrature),
 mean +- std of the lift across seeds, the CPU and the times.
 
@@ -40,8 +41,8 @@ EVAL_SEED = 500_000  # env seeds of the evaluation games (the split, not the see
 def warm_model(args) -> Path:
     """The small model warm-started on noisy minimax games (built once, cached)."""
     from ragen_rllib.models.tiny import build_model
-    from ragen_rllib.models.warm_start import REPORT_FILE, WarmStartConfig, warm_start
     from ragen_rllib.models.versus import GAME_AGENT
+    from ragen_rllib.models.warm_start import REPORT_FILE, WarmStartConfig, warm_start
 
     name = f"small-tictactoe-nothink-{args.demo_games}x{args.epochs}ep-noise{args.noise:g}"
     path = ROOT / ".cache" / "bench" / name
@@ -75,6 +76,7 @@ def run(model: Path, seed: int, before: dict, args) -> dict:
               .env_runners(num_env_runners=1)
               .learners(num_learners=0)
               .rl_module(model_config={"model": str(model)})
+              .multi_agent(scripted_agents={} if args.train_against == "self" else {"o": args.train_against})
               .preset("grpo")
               .training(env_groups=args.env_groups, group_size=args.group_size, lr=args.lr, lr_warmup_steps=1,
                         minibatch_size=args.env_groups * args.group_size, entropy_coeff=0.0,
@@ -119,7 +121,8 @@ def plot(record: dict, path: Path) -> None:
     ax.axhline(100 * b["win_rate"], color="grey", ls="--", label=f"warm start {100 * b['win_rate']:.1f}%")
     xs = [r["seed"] for r in runs]
     ax.errorbar(xs, [100 * r["after"]["win_rate"] for r in runs],
-                yerr=[100 * r["after"]["win_rate_se"] for r in runs], fmt="o", capsize=4, label="after self-play")
+                yerr=[100 * r["after"]["win_rate_se"] for r in runs], fmt="o", capsize=4,
+                label=f"after RL (vs {record['args']['train_against']})")
     ax.set_xticks(xs, [f"seed {s}" for s in xs])
     ax.set_ylabel(f"x win rate vs {record['args']['reference']} (%)")
     ax.set_title(f"tic-tac-toe, held-out openings: lift {record['mean_lift_points']:+.1f} "
@@ -138,6 +141,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--lr", type=float, default=2e-4)
     p.add_argument("--engine", default="hf", choices=["hf", "vllm", "auto"])
     p.add_argument("--reference", default="random", choices=["random", "noisy", "minimax"])
+    p.add_argument("--train-against", default="random", choices=["self", "random", "noisy", "minimax"],
+                   help="o during RL: the model itself (self-play, both sides train) or a fixed opponent (x trains)")
     p.add_argument("--eval-games", type=int, default=200)
     p.add_argument("--eval-temperature", type=float, default=0.5)
     p.add_argument("--demo-games", type=int, default=640)
@@ -166,7 +171,7 @@ def main(argv: list[str] | None = None) -> None:
     lifts = [r["lift_points"] for r in runs]
     record = {
         "what": "x's win rate against a fixed reference opponent on held-out 2-move openings (validation split), "
-                "before and after self-play RL from the same warm start",
+                "before and after RL (o: --train-against; self = self-play) from the same warm start",
         "command": "python " + " ".join([Path(sys.argv[0]).as_posix().split(str(ROOT) + "/")[-1], *sys.argv[1:]]),
         "cpu": cpu_info(), "cores": os.cpu_count(), "model": str(model.relative_to(ROOT)),
         "warm_start": json.loads((model / "warm_start.json").read_text()), "args": vars(args), "before": before,

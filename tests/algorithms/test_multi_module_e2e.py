@@ -82,7 +82,9 @@ def bump_module(algo, module_id, amount):
     algo.learner_group.foreach_learner(bump)
 
 
-def test_each_role_learns_its_own_module_and_its_weights_reach_only_its_engine(ray_session):
+def test_each_role_learns_its_own_module_its_weights_reach_only_its_engine_and_all_restore(ray_session, tmp_path):
+    from ray.rllib.algorithms.algorithm import Algorithm
+
     algo = two_roles().build_algo()
     try:
         assert learner_modules(algo) == ["o", "x"]
@@ -102,6 +104,7 @@ def test_each_role_learns_its_own_module_and_its_weights_reach_only_its_engine(r
         for m in ("x", "o"):  # the sync after the update: each engine holds its own module's weights
             assert gap(engine_scores(algo, m), after[m]) < 1e-4
         assert gap(engine_scores(algo, "x"), after["o"]) > 1e-3  # and the two modules differ
+        algo.save_to_path(str(tmp_path / "ckpt"))
         # an update of one role reaches that role's engine and leaves the other's untouched
         bump_module(algo, "o", 0.5)
         algo.sync_engine_weights()
@@ -110,25 +113,14 @@ def test_each_role_learns_its_own_module_and_its_weights_reach_only_its_engine(r
         assert gap(engine_scores(algo, "x"), after["x"]) < 1e-4
     finally:
         algo.stop()
-
-
-def test_checkpoint_and_restore_bring_back_every_module_and_its_engine(ray_session, tmp_path):
-    from ray.rllib.algorithms.algorithm import Algorithm
-
-    algo = two_roles().build_algo()
-    try:
-        algo.train()
-        saved = {m: learner_scores(algo, m) for m in ("x", "o")}
-        algo.save_to_path(str(tmp_path / "ckpt"))
-    finally:
-        algo.stop()
+    # the checkpoint (taken before the bump) brings back every module, into its learner and its own engine
     restored = Algorithm.from_checkpoint(str(tmp_path / "ckpt"))
     try:
         assert sorted(restored.config.policies) == ["o", "x"]
         assert restored.config.get_config_for_module("o").lr == 5e-2  # per-module settings come back too
         for m in ("x", "o"):
-            assert gap(learner_scores(restored, m), saved[m]) == 0.0
-            assert gap(engine_scores(restored, m), saved[m]) < 1e-4
+            assert gap(learner_scores(restored, m), after[m]) == 0.0
+            assert gap(engine_scores(restored, m), after[m]) < 1e-4
         restored.train()
     finally:
         restored.stop()
