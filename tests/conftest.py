@@ -50,3 +50,82 @@ def ray_session():
     init_ray(num_cpus=6, _temp_dir=str(ray_temp_dir("ray")), log_to_driver=False, include_dashboard=False)
     yield
     ray.shutdown()
+
+
+# Early runs: a test's subprocess run that starts beside an earlier module whose own tests keep only about one of
+# CI's two cores busy (in-process Ray trials: a driver and a runner that take turns), the test collecting its
+# finished run later. Mark the test ``@pytest.mark.early_run(run, start_with=[...])`` and take the ``early_result``
+# fixture: ``run(tmp_path)`` (what it returns is what ``early_result()`` returns) starts in a thread when the session
+# first sets up a selected test whose nodeid starts with an entry of ``start_with`` (list the test's own module last:
+# the run then also starts early when that module runs alone); runs due at the same test run one after another.
+# ``early_result()`` waits for it, re-raises what it raised, or runs it there when nothing started it.
+
+class _EarlyRun:
+    def __init__(self, item):
+        marker = item.get_closest_marker("early_run")
+        self.run, self.start_with, self.nodeid = marker.args[0], tuple(marker.kwargs["start_with"]), item.nodeid
+        self.done, self.value, self.error = None, None, None  # done: a threading.Event once started
+
+    def due(self, nodeid: str) -> bool:
+        return any(nodeid == s or nodeid.startswith(s.rstrip(":") + "::") for s in self.start_with)
+
+    def execute(self, tmp_path_factory) -> None:
+        try:
+            self.value = self.run(tmp_path_factory.mktemp(self.run.__name__[:30]))
+        except BaseException as e:  # noqa: BLE001 (re-raised by early_result)
+            self.error = e
+        finally:
+            self.done.set()
+
+
+_EARLY: dict = {}  # nodeid of the collecting test -> _EarlyRun (of the selected tests)
+_EARLY_THREADS: list = []
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "early_run(run, start_with): the test's subprocess run starts early "
+                                       "(tests/conftest.py)")
+
+
+def pytest_collection_finish(session):
+    _EARLY.clear()
+    _EARLY.update({item.nodeid: _EarlyRun(item) for item in session.items if item.get_closest_marker("early_run")})
+
+
+def _start(runs, tmp_path_factory) -> None:
+    import threading
+
+    def lane():  # one after another
+        for r in runs:
+            r.execute(tmp_path_factory)
+
+    for r in runs:
+        r.done = threading.Event()
+    thread = threading.Thread(target=lane, daemon=True)
+    thread.start()
+    _EARLY_THREADS.append(thread)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):  # before the test's fixtures (a module's set-up may be the long part)
+    due = [r for r in _EARLY.values() if r.done is None and r.due(item.nodeid)]
+    if due:
+        _start(due, item.config._tmp_path_factory)  # the tmp_path_factory fixture's object
+
+
+@pytest.fixture
+def early_result(request, tmp_path_factory):
+    def wait():
+        r = _EARLY.get(request.node.nodeid) or _EarlyRun(request.node)
+        if r.done is None:  # nothing started it (selected without its start points): run it here
+            _start([r], tmp_path_factory)
+        r.done.wait()
+        if r.error is not None:
+            raise r.error
+        return r.value
+    return wait
+
+
+def pytest_sessionfinish(session):
+    for thread in _EARLY_THREADS:  # each run's subprocess has its own timeout
+        thread.join()

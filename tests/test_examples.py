@@ -115,17 +115,27 @@ def test_frozenlake_demo_rejects_a_decay_shorter_than_its_warmup():
     assert proc.returncode == 2 and "--iterations=2" in proc.stderr and "--lr-decay constant" in proc.stderr
 
 
+def demo_seeds_run(tmp_path):
+    """The demo seed study's run (the longest here): ``(the finished process, tmp_path)``."""
+    return subprocess.run([
+        sys.executable, "benchmarks/demo_seeds.py", "--seeds", "0", "3", "--out", str(tmp_path / "runs"), "--results",
+        str(tmp_path), "--", "--model", "tiny:nano", "--iterations", "2", "--lr-warmup-steps", "1", "--env-groups",
+        "2", "--group-size", "2", "--val-groups", "2", "--max-response-tokens", "24"], cwd=ROOT, capture_output=True,
+        text=True, timeout=300), tmp_path
+
+
 @pytest.mark.slow
-@background(lambda tmp_path: [
-    "benchmarks/demo_seeds.py", "--seeds", "0", "3", "--out", str(tmp_path / "runs"), "--results", str(tmp_path), "--",
-    "--model", "tiny:nano", "--iterations", "2", "--lr-warmup-steps", "1", "--env-groups", "2", "--group-size", "2",
-    "--val-groups", "2", "--max-response-tokens", "24"])
-def test_demo_seed_study_runs_each_seed_and_summarises(ran):
+# (``early_run``: it starts beside tests/test_cluster.py, whose client processes keep about one core busy, or else
+# with this module, beside the two-at-a-time runs)
+@pytest.mark.early_run(demo_seeds_run, start_with=["tests/test_cluster.py", "tests/test_examples.py"])
+def test_demo_seed_study_runs_each_seed_and_summarises(early_result):
     """benchmarks/demo_seeds.py on a tiny budget: the README's main command (examples/train_frozenlake.py, nano
     model, two iterations) once per seed, each with its record, checkpoint and curve; one summary with the CPU."""
     import json
 
-    log, tmp_path = ran()
+    proc, tmp_path = early_result()
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    log = proc.stdout
     assert "[demo] iter   2" in log and "[demo] validation success" in log  # the demo's own output
     record = json.loads((tmp_path / "demo_seeds.json").read_text())
     assert [r["seed"] for r in record["runs"]] == [0, 3] and "lift median" in log

@@ -18,7 +18,6 @@ def runner_attr(algo, runner_id, fn):
     return algo.env_runner_group.foreach_env_runner(fn, remote_worker_ids=[runner_id], local_env_runner=False)[0]
 
 
-@pytest.mark.usefixtures("node_loss_run")  # the node-loss scenario's process runs beside this test
 def test_killed_runner_hung_and_faulty_envs(ray_session, tiny_config, tmp_path):
     trigger = tmp_path / "trigger"
     config = (tiny_config(num_env_runners=2, adv_estimator="grpo", engine="hf", engine_kwargs={},
@@ -72,32 +71,24 @@ def test_killed_runner_hung_and_faulty_envs(ray_session, tiny_config, tmp_path):
         algo.stop()
 
 
-@pytest.fixture(scope="module")
-def node_loss_run(request):
-    """node_failure_scenario.py in its own process, started (when its test is selected) by the test that it runs
-    beside: its waits for nodes and health probes leave the cores idle most of the time. The future's result: the
-    finished process."""
+def node_loss_run(tmp_path):
+    """node_failure_scenario.py in its own process: its waits for nodes and health probes leave the cores idle most
+    of the time, so it starts early (``early_run``: beside the estimator tests, which use about one core)."""
     import subprocess
     import sys
-    from concurrent.futures import ThreadPoolExecutor
     from pathlib import Path
 
-    if not any(item.module.__name__ == __name__ and item.function.__name__ == "test_losing_the_runners_node"
-               for item in request.session.items):
-        yield None
-        return
     script = Path(__file__).with_name("node_failure_scenario.py")
     temp_dir = Path(__file__).resolve().parents[2] / ".cache" / "ray_nodes"  # short: Ray's socket paths are limited
-    pool = ThreadPoolExecutor(max_workers=1)
-    yield pool.submit(subprocess.run, [sys.executable, str(script), str(temp_dir)], capture_output=True, text=True,
-                      timeout=400)
-    pool.shutdown(wait=True)
+    return subprocess.run([sys.executable, str(script), str(temp_dir)], capture_output=True, text=True, timeout=400)
 
 
-def test_losing_the_runners_node(node_loss_run):
+@pytest.mark.early_run(node_loss_run, start_with=["tests/algorithms/test_estimators_e2e.py",
+                                                  "tests/algorithms/test_fault_tolerance_e2e.py"])
+def test_losing_the_runners_node(early_result):
     import json
 
-    proc = node_loss_run.result()  # the run (started beside the test above): node_failure_scenario.py
+    proc = early_result()  # node_loss_run's finished process
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     assert out["nodes_before"] == [out["second"]] * 2  # both runners on the node that is removed

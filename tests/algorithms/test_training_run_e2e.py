@@ -260,8 +260,10 @@ gym.register(id="user/Lake-v0", entry_point=UserLake, disable_env_checker=True)
 
 
 def user_env_run(tmp_path):
-    """The module lives in a temp dir that is on no Python path: only run.ray_init's runtime_env ships it."""
+    """The module lives in a temp dir that is on no Python path: only run.ray_init's runtime_env ships it. Returns
+    ``(the finished train process, tmp_path)``."""
     import os
+    import subprocess
     import sys
     from pathlib import Path
 
@@ -277,68 +279,44 @@ def user_env_run(tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     env["PYTHONPATH"] = str(root / "src")  # the package itself, nothing of tmp_path
     env.pop("RAGEN_RLLIB_DASHBOARD", None)  # the default: the dashboard on
-    return dict(args=[sys.executable, "-m", "ragen_rllib.cli", "train", str(cfg), *overrides], cwd=tmp_path, env=env,
-                timeout=400)
+    return subprocess.run([sys.executable, "-m", "ragen_rllib.cli", "train", str(cfg), *overrides], cwd=tmp_path,
+                          env=env, capture_output=True, text=True, timeout=400), tmp_path
 
 
 def no_fit_run(tmp_path):
-    """The runner asks for 3 CPUs on a Ray of 2: Tune would wait for resources forever."""
+    """The runner asks for 3 CPUs on a Ray of 2: Tune would wait for resources forever. Returns ``(the finished train
+    process, tmp_path)``."""
+    import subprocess
     import sys
 
     cfg = tmp_path / "big.yaml"
     cfg.write_text(CONFIG)
     overrides = ["env_runners.num_cpus_per_env_runner=3", "run.ray_init.num_cpus=2", f"run.out_dir={tmp_path / 'run'}",
                  f"run.ray_init._temp_dir={ray_temp_dir('ray_fit')}"]
-    return dict(args=[sys.executable, "-m", "ragen_rllib.cli", "train", str(cfg), *overrides], cwd=tmp_path,
-                timeout=200)
+    return subprocess.run([sys.executable, "-m", "ragen_rllib.cli", "train", str(cfg), *overrides], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=200), tmp_path
 
 
-# test name -> its `ragen-rllib train` subprocess, given the run's temp dir (set up there; see `background_runs`)
-BACKGROUND = {"test_a_user_env_module_reaches_the_remote_runners_through_the_runtime_env": user_env_run,
-              "test_a_trial_that_fits_no_node_stops_with_the_fix_before_tune_starts_it": no_fit_run}
+# the train subprocesses of the last two tests start early (``early_run``), beside the single-process Ray tests of
+# test_ragen_e2e.py, one after the other, or else with this module, beside the kill-and-resume test
+EARLY = ["tests/algorithms/test_ragen_e2e.py", "tests/algorithms/test_training_run_e2e.py"]
 
 
-@pytest.fixture(scope="module", autouse=True)
-def background_runs(request, tmp_path_factory):
-    """The selected tests' subprocess runs (:data:`BACKGROUND`) start with the module, one after the other in a
-    thread, beside the kill-and-resume test (whose resume, export, eval and browser phases use about one core);
-    each test then collects its run through ``ran``."""
-    import subprocess
-    from concurrent.futures import ThreadPoolExecutor
-
-    selected = [item.function.__name__ for item in request.session.items
-                if item.module.__name__ == __name__ and item.function.__name__ in BACKGROUND]
-    pool = ThreadPoolExecutor(max_workers=1)
-    runs = {}
-    for name in dict.fromkeys(selected):
-        tmp = tmp_path_factory.mktemp(name.removeprefix("test_")[:30])
-        runs[name] = (pool.submit(subprocess.run, **BACKGROUND[name](tmp), capture_output=True, text=True), tmp)
-    yield runs
-    pool.shutdown(wait=True, cancel_futures=True)
-
-
-@pytest.fixture
-def ran(request, background_runs):
-    """``(proc, tmp_path)`` of the test's background run (waits for it)."""
-    def wait():
-        future, tmp = background_runs[request.node.function.__name__]
-        return future.result(), tmp
-    return wait
-
-
-def test_a_user_env_module_reaches_the_remote_runners_through_the_runtime_env(ran):
+@pytest.mark.early_run(user_env_run, start_with=EARLY)
+def test_a_user_env_module_reaches_the_remote_runners_through_the_runtime_env(early_result):
     """The module lives in a temp dir that is on no Python path: only run.ray_init's runtime_env ships it (the run:
     :func:`user_env_run`)."""
-    proc, tmp_path = ran()
+    proc, tmp_path = early_result()
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "iter    1" in proc.stdout and "stopped: training_iteration=1 >= 1" in proc.stdout
     assert "Ray dashboard: http://127.0.0.1:" in proc.stdout  # on by default, on loopback, its URL printed
     assert "env: user/Lake-v0" in (tmp_path / "run" / CONFIG_FILE).read_text()
 
 
-def test_a_trial_that_fits_no_node_stops_with_the_fix_before_tune_starts_it(ran):
+@pytest.mark.early_run(no_fit_run, start_with=EARLY)
+def test_a_trial_that_fits_no_node_stops_with_the_fix_before_tune_starts_it(early_result):
     """The runner asks for 3 CPUs on a Ray of 2: Tune would wait for resources forever (the run: :func:`no_fit_run`)."""
-    proc, tmp_path = ran()
+    proc, tmp_path = early_result()
     assert proc.returncode == 2, proc.stderr[-3000:]
     assert "its env runner 1 needs 3 CPU on one node" in proc.stderr and "run.ray_init" in proc.stderr
     assert not (tmp_path / "run" / "trials").exists()

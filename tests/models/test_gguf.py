@@ -14,45 +14,25 @@ ROOT = Path(__file__).resolve().parents[2]
 SHIPPED = "gguf:smollm2-135m-instruct"
 
 
-def convert_command(tmp_path):
-    return ["make-model", "--from-gguf", str(gguf.gguf_source(SHIPPED)), "--out", str(tmp_path / "m")]
+def _make_model(tmp_path, *args: str, timeout: float):
+    return subprocess.run([sys.executable, "-m", "ragen_rllib.cli", "make-model", *args], cwd=ROOT,
+                          capture_output=True, text=True, timeout=timeout), tmp_path
 
 
-def warm_start_command(tmp_path):
-    return ["make-model", "--model", SHIPPED, "--out", str(tmp_path / "m"), "--warm-start", "SimpleSokoban",
-            "--episodes", "4", "--epochs", "1", "--agent", "enable_think=false", "--agent", "max_turns=2", "--no-eval"]
+def convert_run(tmp_path):
+    return _make_model(tmp_path, "--from-gguf", str(gguf.gguf_source(SHIPPED)), "--out", str(tmp_path / "m"),
+                       timeout=300)
 
 
-# test name -> (its `ragen-rllib` command given the run's temp dir, timeout): both mostly single-core, so the
-# selected ones run at once, from the module's start (`background_runs`)
-BACKGROUND = {"test_cli_converts_the_shipped_gguf_file_into_a_working_instruct_model": (convert_command, 300),
-              "test_cli_warm_starts_a_pretrained_model_and_records_how": (warm_start_command, 600)}
+def warm_start_run(tmp_path):
+    return _make_model(tmp_path, "--model", SHIPPED, "--out", str(tmp_path / "m"), "--warm-start", "SimpleSokoban",
+                       "--episodes", "4", "--epochs", "1", "--agent", "enable_think=false", "--agent", "max_turns=2",
+                       "--no-eval", timeout=600)
 
 
-@pytest.fixture(scope="module", autouse=True)
-def background_runs(request, tmp_path_factory):
-    from concurrent.futures import ThreadPoolExecutor
-
-    selected = [item.function.__name__ for item in request.session.items
-                if item.module.__name__ == __name__ and item.function.__name__ in BACKGROUND]
-    pool = ThreadPoolExecutor(max_workers=2)
-    runs = {}
-    for name in dict.fromkeys(selected):
-        tmp = tmp_path_factory.mktemp(name.removeprefix("test_")[:30])
-        args_of, timeout = BACKGROUND[name]
-        runs[name] = (pool.submit(subprocess.run, [sys.executable, "-m", "ragen_rllib.cli", *args_of(tmp)], cwd=ROOT,
-                                  capture_output=True, text=True, timeout=timeout), tmp)
-    yield runs
-    pool.shutdown(wait=True, cancel_futures=True)
-
-
-@pytest.fixture
-def ran(request, background_runs):
-    """``(proc, tmp_path)`` of the test's background run (waits for it)."""
-    def wait():
-        future, tmp = background_runs[request.node.function.__name__]
-        return future.result(), tmp
-    return wait
+# the two make-model subprocesses (mostly single-core) start early (``early_run``), one after the other, beside the
+# single-process SmolLM2 test of test_smollm2_e2e.py, or else with this module
+EARLY = ["tests/algorithms/test_smollm2_e2e.py", "tests/models/test_gguf.py"]
 
 
 def test_gguf_names_name_their_problem_without_loading_anything(tmp_path):
@@ -79,7 +59,8 @@ def test_config_rejects_a_bad_gguf_name_before_any_actor_starts():
 
 
 @pytest.mark.slow
-def test_cli_converts_the_shipped_gguf_file_into_a_working_instruct_model(ran):
+@pytest.mark.early_run(convert_run, start_with=EARLY)
+def test_cli_converts_the_shipped_gguf_file_into_a_working_instruct_model(early_result):
     """``make-model --from-gguf`` on the file the set-up installs: a plain HF directory (no GGUF quantization
     entry) with the chat template, equal to the cached conversion, that answers a question correctly."""
     import torch
@@ -87,7 +68,7 @@ def test_cli_converts_the_shipped_gguf_file_into_a_working_instruct_model(ran):
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     file = gguf.gguf_source(SHIPPED)
-    proc, tmp_path = ran()  # the command: convert_command
+    proc, tmp_path = early_result()  # convert_run's
     assert proc.returncode == 0, proc.stderr[-2000:]
     out = tmp_path / "m"
     config = json.loads((out / "config.json").read_text())
@@ -104,10 +85,11 @@ def test_cli_converts_the_shipped_gguf_file_into_a_working_instruct_model(ran):
 
 
 @pytest.mark.slow
-def test_cli_warm_starts_a_pretrained_model_and_records_how(ran):
+@pytest.mark.early_run(warm_start_run, start_with=EARLY)
+def test_cli_warm_starts_a_pretrained_model_and_records_how(early_result):
     """``make-model --model gguf:... --warm-start SimpleSokoban``: the pretrained defaults (lr 2e-5, batch 4), the
     agent settings given, the base model and the machine in warm_start.json."""
-    proc, tmp_path = ran()  # the command: warm_start_command
+    proc, tmp_path = early_result()  # warm_start_run's
     assert proc.returncode == 0, proc.stderr[-2000:]
     record = json.loads((tmp_path / "m" / "warm_start.json").read_text())
     report, cfg = record["report"], record["config"]
