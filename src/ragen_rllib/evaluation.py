@@ -111,10 +111,9 @@ def evaluate_run(model: str | Path, config_path: str | Path, overrides: Sequence
 
 
 def _multi_agent(envs: Sequence[EvalEnv]) -> bool:
-    from ragen_rllib.agent.trajectory import is_multi_agent
-    from ragen_rllib.envs.loading import resolve_env
+    from ragen_rllib.envs.loading import multi_agent_class
 
-    return any(is_multi_agent(resolve_env(e.env_id)) for e in envs)
+    return any(multi_agent_class(e.env_id) is not None for e in envs)
 
 
 def evaluate(model: str | Path, envs: Sequence[EvalEnv], episodes: int, samples: int, agent_cfg, *,
@@ -134,7 +133,7 @@ def evaluate(model: str | Path, envs: Sequence[EvalEnv], episodes: int, samples:
             seeds = [first + i for i in range(episodes) for _ in range(samples)]
             made = [make_env(spec.env_id, spec.env_config) for _ in seeds]
             done = rollout(gen, chat, made, seeds, agent_cfg, SamplingConfig(temperature=temperature, seed=seed))
-            report[spec.tag] = summarize(done, seeds, samples)
+            report[spec.tag] = summarize([ep.metrics() for ep in done], seeds, samples)
             lines += [record(spec.tag, ep) for ep in done]
     finally:
         gen.close()
@@ -144,11 +143,10 @@ def evaluate(model: str | Path, envs: Sequence[EvalEnv], episodes: int, samples:
     return report
 
 
-def summarize(episodes, seeds: Sequence[int], samples: int) -> dict[str, float]:
-    """Means over trajectories, pass@k over seeds."""
+def summarize(metrics: Sequence[dict[str, float]], seeds: Sequence[int], samples: int) -> dict[str, float]:
+    """Means over trajectories (each one's episode ``metrics``), pass@k over seeds."""
     from ragen_rllib.agent import episode as E
 
-    metrics = [ep.metrics() for ep in episodes]
     n = len(metrics)
     out = {"success": sum(m[E.M_SUCCESS] for m in metrics) / n,
            "return": sum(m[E.M_RETURN] for m in metrics) / n,
@@ -228,7 +226,7 @@ def evaluate_multi_agent(models: dict[str, str], envs: Sequence, episodes: int, 
                                  SamplingConfig(temperature=temperature, seed=seed), module_of=module_of,
                                  scripted=policies)
             for agent in done[0].llm_agents:
-                report[f"{spec.tag}/{agent}"] = _summarize(done, agent, seeds, samples)
+                report[f"{spec.tag}/{agent}"] = summarize([ep.metrics(agent) for ep in done], seeds, samples)
                 lines += [agent_record(spec.tag, ep, agent, module_of(agent)) for ep in done]
     finally:
         for generation in engines.values():
@@ -237,17 +235,6 @@ def evaluate_multi_agent(models: dict[str, str], envs: Sequence, episodes: int, 
     if out_jsonl is not None:
         Path(out_jsonl).write_text("".join(json.dumps(line) + "\n" for line in lines))
     return report
-
-
-def _summarize(episodes, agent: str, seeds: Sequence[int], samples: int) -> dict[str, float]:
-    class _Side:  # one agent's side, with the single-agent metrics() summarize reads
-        def __init__(self, ep) -> None:
-            self.ep = ep
-
-        def metrics(self) -> dict[str, float]:
-            return self.ep.metrics(agent)
-
-    return summarize([_Side(ep) for ep in episodes], seeds, samples)
 
 
 def agent_record(tag: str, ep, agent: str, module: str) -> dict[str, Any]:

@@ -117,7 +117,8 @@ def test_rollout_multi_calls_each_modules_engine_once_per_round(chatml_tokenizer
 
 
 def test_each_agent_becomes_its_own_trajectory_and_group(chat):
-    from ragen_rllib.agent.trajectory import agent_trajectories, is_multi_agent
+    from ragen_rllib.agent.trajectory import agent_trajectories
+    from ragen_rllib.envs.multi_agent import is_multi_agent
 
     env = TicTacToeEnv()
     assert is_multi_agent(env) and not is_multi_agent(object())

@@ -58,10 +58,6 @@ class Trajectory:
                    error=ep.error, agent=agent)
 
 
-def is_multi_agent(env: object) -> bool:
-    """A turn-based multi-agent (PettingZoo AEC) env rather than a single-agent gymnasium one."""
-    return hasattr(env, "agent_iter") and hasattr(env, "possible_agents")
-
 
 def agent_trajectories(episodes: list[MultiAgentEpisode], tags: list[str], group_ids: list[int],
                        module_of: Callable[[str], str] | None = None) -> list[Trajectory]:

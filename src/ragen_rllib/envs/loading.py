@@ -60,6 +60,14 @@ def resolve_env(env: str) -> str | type:
                      "import path 'my_pkg.envs:MyEnv'")
 
 
+def multi_agent_class(env: str) -> type | None:
+    """The class of the turn-based multi-agent env that ``env`` names (an import path); None for any other env."""
+    from ragen_rllib.envs.multi_agent import is_multi_agent
+
+    resolved = resolve_env(env)
+    return resolved if isinstance(resolved, type) and is_multi_agent(resolved) else None
+
+
 def unregistered_in_runners(envs: Iterable[str], modules: Iterable[str]) -> list[str]:
     """The plain gymnasium ids among ``envs`` that a fresh process does not know after importing the built-in envs
     and ``modules`` (the driver's ``sys.path``): what an env runner, a process of its own, would fail to make.

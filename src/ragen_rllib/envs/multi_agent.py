@@ -206,6 +206,11 @@ class TurnBasedTextEnv(AECEnv):
         return {SUCCESS: success, ACTION_IS_VALID: valid, ACTION_IS_EFFECTIVE: effective}
 
 
+def is_multi_agent(env: object) -> bool:
+    """A turn-based multi-agent (PettingZoo AEC) env, or env class, rather than a single-agent gymnasium one."""
+    return hasattr(env, "agent_iter") and hasattr(env, "possible_agents")
+
+
 def resolve_scripted(name: str, env_class: type, key: str = "scripted agent"):
     """A fixed policy ``(env, agent) -> action string`` from its name: one of ``env_class.opponents`` (played by
     ``env.opponent_action``) or an import path ``my_pkg.module:function``. ValueError naming ``key`` otherwise."""
@@ -215,7 +220,7 @@ def resolve_scripted(name: str, env_class: type, key: str = "scripted agent"):
         raise ValueError(f"{key}={name!r}: name one of {env_class.__name__}'s opponents {env_class.opponents} or "
                          "a function 'my_pkg.module:function' taking (env, agent) and returning an action string")
     if name in getattr(env_class, "opponents", ()):
-        return _Opponent(name)
+        return Opponent(name)
     if ":" not in name:
         raise ValueError(f"{key}={name!r} is not one of {env_class.__name__}'s opponents {env_class.opponents}; "
                          "give one of them or an import path 'my_pkg.module:function'")
@@ -230,8 +235,8 @@ def resolve_scripted(name: str, env_class: type, key: str = "scripted agent"):
 
 
 @dataclass(frozen=True)
-class _Opponent:
-    """One of an env's fixed opponents as a scripted policy (picklable)."""
+class Opponent:
+    """One of an env's fixed opponents (``env.opponent_action(agent, kind)``) as a scripted policy (picklable)."""
 
     kind: str
 

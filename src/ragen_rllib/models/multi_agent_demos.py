@@ -20,6 +20,7 @@ from ragen_rllib.agent.chat_format import ChatFormat
 from ragen_rllib.agent.config import AgentConfig
 from ragen_rllib.agent.multi_agent import MultiAgentEpisode, Scripted
 from ragen_rllib.agent.prompts import assistant_text
+from ragen_rllib.envs.multi_agent import Opponent
 from ragen_rllib.models.demonstrations import demo_think, response_ids
 
 #: A random (imperfect) move of the agent whose turn it is: (env, agent, rng) -> action string.
@@ -70,9 +71,8 @@ def demonstration_game(env, chat: ChatFormat, cfg: AgentConfig, policy: MultiAge
     if unknown:
         raise ValueError(f"sides name agents {unknown} that {type(env).__name__} does not have; use some of "
                          f"{list(env.possible_agents)}")
-    scripted: Mapping[str, Scripted] = {
-        a: (lambda e, agent: e.opponent_action(agent, policy.opponent))
-        for a in env.possible_agents if a not in llm_agents}
+    scripted: Mapping[str, Scripted] = {a: Opponent(policy.opponent) for a in env.possible_agents
+                                        if a not in llm_agents}
     ep = MultiAgentEpisode(env, {a: chat for a in llm_agents}, cfg, seed=seed, scripted=scripted)
     while not ep.done:
         ep.prompt()

@@ -58,6 +58,7 @@ def play_against(model: Any, env_config: Mapping[str, Any] | None = None, oppone
     from ragen_rllib.agent.multi_agent import rollout_multi
     from ragen_rllib.engines.base import SamplingConfig
     from ragen_rllib.envs.loading import make_env
+    from ragen_rllib.envs.multi_agent import Opponent
 
     if episodes < 1:
         raise ValueError(f"episodes = {episodes!r} is invalid: play at least one game")
@@ -68,7 +69,7 @@ def play_against(model: Any, env_config: Mapping[str, Any] | None = None, oppone
     kinds = getattr(envs[0], "opponents", None)
     if kinds is not None and opponent not in kinds:
         raise ValueError(f"opponent = {opponent!r} is invalid: {env}'s fixed opponents are {tuple(kinds)}")
-    scripted = {a: (lambda e, who: e.opponent_action(who, opponent)) for a in envs[0].possible_agents if a != agent}
+    scripted = {a: Opponent(opponent) for a in envs[0].possible_agents if a != agent}
     eps = rollout_multi({"model": generation}, {"model": chat}, envs, [seed + i for i in range(episodes)], cfg,
                         SamplingConfig(temperature=temperature, seed=sampling_seed), module_of=lambda _: "model",
                         scripted=scripted)

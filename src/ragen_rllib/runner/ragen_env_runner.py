@@ -34,13 +34,14 @@ from ray.rllib.utils.metrics import (
 import ragen_rllib.envs  # noqa: F401  (registers the built-in envs in this process)
 from ragen_rllib.agent.multi_agent import rollout_multi
 from ragen_rllib.agent.rollout import rollout
-from ragen_rllib.agent.trajectory import Trajectory, agent_trajectories, is_multi_agent
+from ragen_rllib.agent.trajectory import Trajectory, agent_trajectories
 from ragen_rllib.core.env_tags import split_groups, train_seed, val_seed
 from ragen_rllib.core.keys import RUNNER_ERRORS_LIFETIME
 from ragen_rllib.core.weight_sync import unpack_weights
 from ragen_rllib.engines.base import SamplingConfig
 from ragen_rllib.envs.base import text_space
 from ragen_rllib.envs.loading import import_env_modules, make_env
+from ragen_rllib.envs.multi_agent import is_multi_agent
 from ragen_rllib.envs.timeout import TimeLimitedEnv
 
 logger = logging.getLogger(__name__)

@@ -187,7 +187,7 @@ def _multi_agent_value(config, key: str, value: Any) -> Any:
     file's ``agent_to_module`` makes it again)."""
     from ray.rllib.policy.policy import PolicySpec
 
-    from ragen_rllib.algorithms.ragen.config.multi_agent import AgentToModule
+    from ragen_rllib.core.modules import AgentToModule
 
     if key == "policies" and isinstance(value, dict) and all(spec == PolicySpec() for spec in value.values()):
         return value if set(value) == set(_rllib_defaults().policies) else sorted(value)

@@ -21,9 +21,6 @@ from collections.abc import Mapping
 
 from ragen_rllib.core.modules import AgentToModule, module_ids, module_of
 
-__all__ = ["PER_MODULE_KEYS", "AgentToModule", "check_multi_agent", "module_ids", "module_of",
-           "ragen_multi_agent_keys"]
-
 #: The settings a module may override (``algorithm_config_overrides_per_module``): what its learner and its part
 #: of the driver (reward shaping, group filter, advantages) read. Sampling, agent-layer and run-wide settings are
 #: one per run (the runners sample every module's turns in the same rounds), so overriding them is refused.
@@ -57,7 +54,7 @@ def ragen_multi_agent_keys(config, agent_to_module, scripted_agents, kwargs: dic
 
 def check_multi_agent(config) -> None:
     """ValueError naming the key, the value and the fix for the first multi-agent problem of ``config``."""
-    from ragen_rllib.agent.trajectory import is_multi_agent
+    from ragen_rllib.envs.loading import multi_agent_class
 
     modules = module_ids(config)
     _check_overrides(config, modules)
@@ -66,8 +63,8 @@ def check_multi_agent(config) -> None:
                          f"this run has one per module ({modules}); set mi_interval=None")
     multi_settings = config.is_multi_agent or config.agent_to_module or config.scripted_agents
     for tag in config.train_tags:
-        env = _env_class(tag.env)
-        if env is None or not is_multi_agent(env):
+        env = multi_agent_class(tag.env)
+        if env is None:
             if multi_settings:
                 raise ValueError(f"multi_agent settings (policies={modules}, agent_to_module="
                                  f"{config.agent_to_module}, scripted_agents={config.scripted_agents}) need a "
@@ -96,14 +93,6 @@ def check_multi_agent(config) -> None:
                 raise ValueError(f"policy_mapping_fn maps agent {agent!r} of {tag.env!r} to module {module!r}, "
                                  f"which is not in policies={modules}: add it to policies or map the agent to "
                                  "one of them (agent_to_module)")
-
-
-def _env_class(env: str):
-    """The env class behind a config's ``env`` string (None when it is a served env or a gymnasium id)."""
-    from ragen_rllib.envs.loading import resolve_env
-
-    resolved = resolve_env(env)
-    return resolved if isinstance(resolved, type) else None
 
 
 def _check_scripted(scripted: Mapping[str, str], env: type, agents: list[str]) -> None:
