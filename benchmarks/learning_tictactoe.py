@@ -1,10 +1,13 @@
 """Learning record of a multi-agent env: RL against a fixed pool (or self-play) raises tic-tac-toe's win rate
 against a fixed reference opponent on held-out starts, over 3 seeds.
 
-What it measures: the small tiny model (built from scratch) is warm-started once (cached under .cache/bench/) on
-noisy-minimax games from the TRAIN split of the 2-move openings (``TicTacToeEnv(openings="train")``), playing x and
-o in turn against a random opponent, with each move random with probability ``--noise``: it learns the answer
-format with room left to learn. Then for each seed: RLlib training on the train split, ``x`` on the run's module
+What it measures: the model (``--model``) is warm-started once on noisy-minimax games from the TRAIN split of the
+2-move openings (``TicTacToeEnv(openings="train")``) against a random opponent, each move random with probability
+``--noise``, so it learns the answer format with room left to learn: ``small`` (the small tiny model, built from
+scratch, cached under .cache/bench/; playing x and o in turn) or ``smollm2`` (SmolLM2-135M-Instruct, offline,
+``models.smollm2_demo.RECIPES["tictactoe"]``, cached under .cache/demo/; playing x; RL as the SmolLM2 run configs:
+Dr. GRPO, lr 2e-5 with warm-up and cosine decay, a rollout filter with a 0.1 floor, a bf16 vLLM engine).
+Then for each seed: RLlib training on the train split, ``x`` on the run's module
 and ``o`` either a fixed opponent (``--train-against random``, the default: ``scripted_agents``) or the model
 itself (``--train-against self``: self-play, both sides train; GRPO per (group, agent)), and the win rate of ``x``
 against the reference opponent (``random``) on the VALIDATION split (openings never trained on) before and after,
@@ -14,8 +17,8 @@ it, noisy minimax 87.2%, minimax 98.4%, so there is room above a weak start; aga
 Reported: before, after, lift and the binomial standard error per seed (lift SE: both rates' SEs in quadrature),
 mean +- std of the lift across seeds, the CPU and the times.
 
-Run:  .venv/bin/python benchmarks/learning_tictactoe.py [--seeds 0 1 2] [--iterations 5] [--eval-games 200]
-Writes benchmarks/results/learning_tictactoe.json and .png.
+Run:  .venv/bin/python benchmarks/learning_tictactoe.py [--model smollm2] [--seeds 0 1 2] [--iterations 16]
+Writes benchmarks/results/<--name>.json and .png (default name: learning_tictactoe, or learning_tictactoe_smollm2).
 """
 
 from __future__ import annotations
@@ -38,8 +41,24 @@ HELD_OUT = {"opening_moves": 2, "openings": "validation"}
 EVAL_SEED = 500_000  # env seeds of the evaluation games (the split, not the seed, keeps them held out)
 
 
+#: per --model: RL settings beside the shared ones in run() (SmolLM2: those of configs/runs/*_smollm2_cpu.yaml)
+MODELS = {
+    "small": {"lr": 2e-4, "engine": "hf", "training": {}, "engine_kwargs": {}, "runner_cpus": 1},
+    "smollm2": {"lr": 2e-5, "engine": "vllm", "runner_cpus": 2,
+                "engine_kwargs": {"dtype": "bfloat16", "kv_cache_gib": 2},
+                "training": {"adv_estimator": "dr_grpo", "loss_agg_mode": "seq-mean-token-mean",
+                             "lr_warmup_steps": 2, "lr_decay": "cosine", "lr_min_ratio": 0.1,
+                             "filter_strategy": "top_p", "filter_value": 1.0, "filter_include_zero": False,
+                             "filter_min_std": 0.1, "reject_empty_actions": True}},
+}
+
+
 def warm_model(args) -> Path:
-    """The small model warm-started on noisy minimax games (built once, cached)."""
+    """The model warm-started on noisy minimax games (built once, cached)."""
+    if args.model == "smollm2":
+        from ragen_rllib.models.smollm2_demo import smollm2_model
+
+        return smollm2_model(ROOT / ".cache", "tictactoe", log=lambda line: print(line, flush=True))
     from ragen_rllib.models.tiny import build_model
     from ragen_rllib.models.versus import GAME_AGENT
     from ragen_rllib.models.warm_start import REPORT_FILE, WarmStartConfig, warm_start
@@ -57,11 +76,16 @@ def warm_model(args) -> Path:
 
 
 def evaluate(model: str | Path, args, seed: int = 0) -> dict:
-    from ragen_rllib.models.versus import play_against
+    from ragen_rllib.models.serving import engine_and_chat
+    from ragen_rllib.models.versus import GAME_AGENT, play_against
 
     start = time.perf_counter()
-    r = play_against(str(model), HELD_OUT, args.reference, args.eval_games, seed=EVAL_SEED, agent="x",
-                     engine="hf", temperature=args.eval_temperature, sampling_seed=seed)
+    engine, chat = engine_and_chat(str(model), GAME_AGENT, args.engine, **MODELS[args.model]["engine_kwargs"])
+    try:
+        r = play_against(engine, HELD_OUT, args.reference, args.eval_games, seed=EVAL_SEED, agent="x",
+                         temperature=args.eval_temperature, chat=chat, sampling_seed=seed)
+    finally:
+        engine.close()
     r["seconds"] = time.perf_counter() - start
     return r
 
@@ -73,17 +97,19 @@ def run(model: Path, seed: int, before: dict, args) -> dict:
 
     config = (RagenConfig()
               .environment(ENV, env_config=TRAIN)
-              .env_runners(num_env_runners=1)
+              .env_runners(num_env_runners=1, num_cpus_per_env_runner=MODELS[args.model]["runner_cpus"])
               .learners(num_learners=0)
               .rl_module(model_config={"model": str(model)})
               .multi_agent(scripted_agents={} if args.train_against == "self" else {"o": args.train_against})
               .preset("grpo")
               .training(env_groups=args.env_groups, group_size=args.group_size, lr=args.lr, lr_warmup_steps=1,
+                        lr_decay_steps=args.iterations, engine_kwargs=MODELS[args.model]["engine_kwargs"],
                         minibatch_size=args.env_groups * args.group_size, entropy_coeff=0.0,
                         old_logprobs="engine", max_turns=GAME_AGENT.max_turns,
                         max_response_tokens=GAME_AGENT.max_response_tokens, max_model_len=GAME_AGENT.max_model_len,
                         enable_think=GAME_AGENT.enable_think,
                         val_env_groups=1, engine=args.engine)
+              .training(**MODELS[args.model]["training"])
               .debugging(seed=seed))
     start = time.perf_counter()
     algo = config.build_algo()
@@ -96,11 +122,12 @@ def run(model: Path, seed: int, before: dict, args) -> dict:
             print(f"[tictactoe] seed {seed} iter {len(curve)}: " + ", ".join(
                 f"{k} {v:.0%}" for k, v in curve[-1].items() if v is not None), flush=True)
         train_seconds = time.perf_counter() - start
-        with tempfile.TemporaryDirectory(dir=ROOT / ".cache") as tmp:
-            model_dir = export_checkpoint(algo.save_to_path(str(Path(tmp) / "ckpt")), str(Path(tmp) / "hf"))
-            after = evaluate(model_dir, args)
+        tmp = tempfile.TemporaryDirectory(dir=ROOT / ".cache")
+        model_dir = export_checkpoint(algo.save_to_path(str(Path(tmp.name) / "ckpt")), str(Path(tmp.name) / "hf"))
     finally:
-        algo.stop()
+        algo.stop()  # before the evaluation: its engine does not sit beside the run's engine and learner
+    with tmp:
+        after = evaluate(model_dir, args, seed)
     lift = after["win_rate"] - before["win_rate"]
     se = math.hypot(after["win_rate_se"], before["win_rate_se"])
     print(f"[tictactoe] seed {seed}: win rate {before['win_rate']:.1%} -> {after['win_rate']:.1%} "
@@ -134,12 +161,13 @@ def plot(record: dict, path: Path) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--model", default="small", choices=sorted(MODELS), help="the model warm-started and trained")
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     p.add_argument("--iterations", type=int, default=5)
     p.add_argument("--env-groups", type=int, default=8)
     p.add_argument("--group-size", type=int, default=4)
-    p.add_argument("--lr", type=float, default=2e-4)
-    p.add_argument("--engine", default="hf", choices=["hf", "vllm", "auto"])
+    p.add_argument("--lr", type=float, default=None, help="default: per --model (MODELS)")
+    p.add_argument("--engine", default=None, choices=["hf", "vllm", "auto"], help="default: per --model (MODELS)")
     p.add_argument("--reference", default="random", choices=["random", "noisy", "minimax"])
     p.add_argument("--train-against", default="random", choices=["self", "random", "noisy", "minimax"],
                    help="o during RL: the model itself (self-play, both sides train) or a fixed opponent (x trains)")
@@ -148,9 +176,13 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--demo-games", type=int, default=640)
     p.add_argument("--epochs", type=int, default=2)
     p.add_argument("--noise", type=float, default=0.5)
-    p.add_argument("--name", default="learning_tictactoe", help="file stem under benchmarks/results")
+    p.add_argument("--name", default=None, help="file stem under benchmarks/results (default: learning_tictactoe, "
+                   "with _<model> for a model other than small)")
     p.add_argument("--warm-only", action="store_true", help="warm-start and measure before RL, then stop")
     args = p.parse_args(argv)
+    args.lr = MODELS[args.model]["lr"] if args.lr is None else args.lr
+    args.engine = args.engine or MODELS[args.model]["engine"]
+    args.name = args.name or ("learning_tictactoe" + ("" if args.model == "small" else f"_{args.model}"))
 
     import torch
 

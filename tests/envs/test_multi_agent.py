@@ -2,6 +2,7 @@
 and infos, invalid actions, forfeits, truncation, the dead-step loop; tic-tac-toe's minimax; the cooperative
 solver/verifier pair."""
 
+import numpy as np
 import pytest
 from pettingzoo import AECEnv
 
@@ -125,6 +126,23 @@ def test_accepting_a_wrong_answer_fails_the_team_and_rejections_run_out():
     env.step(env.oracle_action(SOLVER))
     env.step("reject")
     assert all(env.terminations.values()) and not env.infos[VERIFIER]["success"]
+
+
+def test_random_actions_are_well_formed_moves_that_vary():
+    rng = np.random.default_rng(0)
+    ttt = TicTacToeEnv(opening_moves=2)
+    ttt.reset(seed=3)
+    cells = {ttt.random_action("x", rng) for _ in range(50)}
+    assert cells == {str(i + 1) for i, c in enumerate(ttt.board) if c == "."}  # every free cell, no taken one
+    pair = SolverVerifierEnv(num_numbers=3)
+    pair.reset(seed=2)
+    proposals = {pair.random_action(SOLVER, rng) for _ in range(50)}
+    assert len(proposals) > 5
+    for proposal in proposals:  # each a valid move: the verifier's turn comes, nothing is penalised
+        pair.reset(seed=2)
+        pair.step(proposal)
+        assert pair.agent_selection == VERIFIER and pair.rewards[SOLVER] == 0.0
+    assert {pair.random_action(VERIFIER, rng) for _ in range(20)} == {"accept", "reject"}
 
 
 def test_a_stuck_teammate_fails_the_team():

@@ -17,7 +17,7 @@ def test_the_path_names_the_recipe_and_the_precision(monkeypatch, tmp_path, bf16
 
 
 def test_an_unknown_env_is_refused_with_the_choices(tmp_path):
-    with pytest.raises(ValueError, match=r"env='chess'.*\['frozenlake', 'searchqa', 'sokoban'\]"):
+    with pytest.raises(ValueError, match=r"env='chess'.*\['frozenlake', 'searchqa', 'sokoban', 'tictactoe'\]"):
         smollm2_model_path(tmp_path, "chess")
 
 
@@ -38,8 +38,10 @@ def test_the_warm_start_teaches_the_prompt_and_env_its_rl_config_trains_on(env):
     for key, value in (RECIPES[env].agent or AGENT).items():
         assert getattr(config, key) == value, key
     name = RECIPES[env].tag  # a RAGEN tag, or an env's short name
-    tag_env, tag_config = (RAGEN_TAGS[name].env, RAGEN_TAGS[name].env_config) if name in RAGEN_TAGS else \
-        (resolve_env_id(name), {})
+    if name in RAGEN_TAGS:
+        tag_env, tag_config = RAGEN_TAGS[name].env, RAGEN_TAGS[name].env_config
+    else:  # an env's short name, or the import path of a multi-agent env
+        tag_env, tag_config = (name if ":" in name else resolve_env_id(name)), {}
     assert config.env == tag_env
     demo_env = {**tag_config, **RECIPES[env].env_config}
     assert {k: (list(v) if isinstance(v, tuple) else v) for k, v in demo_env.items()} == dict(config.env_config)

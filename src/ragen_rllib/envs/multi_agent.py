@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import gymnasium as gym
+import numpy as np
 from pettingzoo import AECEnv
 
 from ragen_rllib.envs.base import (
@@ -155,6 +156,10 @@ class TurnBasedTextEnv(AECEnv):
     def oracle_action(self, agent: str) -> str:
         """A strong action for ``agent`` (whose turn it is)."""
         raise NotImplementedError(f"{type(self).__name__} has no oracle")
+
+    def random_action(self, agent: str, rng: np.random.Generator) -> str:
+        """A well-formed but unguided action for ``agent`` drawn from ``rng`` (a warm start's noise moves)."""
+        raise NotImplementedError(f"{type(self).__name__} has no random action")
 
     def opponent_action(self, agent: str, kind: str) -> str:
         """An action of the fixed opponent ``kind`` (one of :attr:`opponents`) for ``agent``."""

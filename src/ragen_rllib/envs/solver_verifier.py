@@ -12,12 +12,15 @@ from __future__ import annotations
 
 from fractions import Fraction
 
+import numpy as np
+
 from ragen_rllib.envs.base import require
 from ragen_rllib.envs.countdown import CountdownEnv, solve
 from ragen_rllib.envs.multi_agent import Move, TurnBasedTextEnv
 from ragen_rllib.envs.safe_math import numbers_used, safe_eval
 
 SOLVER, VERIFIER = "solver", "verifier"
+OPERATORS = ("+", "-", "*", "/")
 VERDICTS = ("accept", "reject")
 
 
@@ -92,6 +95,15 @@ class SolverVerifierEnv(TurnBasedTextEnv):
 
     def _forfeit(self, agent: str) -> Move:
         return Move(next_agent=agent, done=True)  # cooperative: a stuck teammate fails the team
+
+    def random_action(self, agent: str, rng: np.random.Generator) -> str:
+        """Solver: the numbers in a random order joined by random operators (well formed, mostly wrong);
+        verifier: a random verdict."""
+        if agent == VERIFIER:
+            return VERDICTS[int(rng.integers(len(VERDICTS)))]
+        numbers = [self.game.numbers[int(i)] for i in rng.permutation(len(self.game.numbers))]
+        ops = [OPERATORS[int(rng.integers(len(OPERATORS)))] for _ in numbers[1:]]
+        return " ".join([str(numbers[0]), *(f"{op} {n}" for op, n in zip(ops, numbers[1:]))])
 
     def oracle_action(self, agent: str) -> str:
         if agent == SOLVER:

@@ -20,6 +20,8 @@ import hashlib
 from functools import cache
 from itertools import permutations
 
+import numpy as np
+
 from ragen_rllib.envs.base import require
 from ragen_rllib.envs.multi_agent import Move, TurnBasedTextEnv
 
@@ -155,6 +157,11 @@ class TicTacToeEnv(TurnBasedTextEnv):
     def oracle_action(self, agent: str) -> str:
         cells = best_cells(self.board, MARKS[agent])
         return str(int(cells[self.np_random.integers(len(cells))]) + 1)
+
+    def random_action(self, agent: str, rng: np.random.Generator) -> str:
+        """A random free cell."""
+        free = [i for i, c in enumerate(self.board) if c == "."]
+        return str(int(free[int(rng.integers(len(free)))]) + 1)
 
     def opponent_action(self, agent: str, kind: str) -> str:
         """An action of the fixed opponent ``kind`` (one of :data:`OPPONENTS`) for ``agent``."""

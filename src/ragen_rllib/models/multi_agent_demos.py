@@ -27,10 +27,9 @@ from ragen_rllib.models.demonstrations import demo_think, response_ids
 RandomMove = Callable[[object, str, np.random.Generator], str]
 
 
-def random_cell(env, agent: str, rng: np.random.Generator) -> str:
-    """A random free cell of a board game with ``board`` (tic-tac-toe): ``"1"``-``"9"``."""
-    free = [i for i, c in enumerate(env.board) if c == "."]
-    return str(int(free[int(rng.integers(len(free)))]) + 1)
+def env_random_action(env, agent: str, rng: np.random.Generator) -> str:
+    """The env's own well-formed random action (``env.random_action``: tic-tac-toe a free cell)."""
+    return env.random_action(agent, rng)
 
 
 @dataclass(frozen=True)
@@ -41,13 +40,13 @@ class MultiAgentDemoPolicy:
         noise: probability that an LLM agent's oracle move is replaced by ``random_move``.
         sides: the agents the LLM plays, cycled over the games (None: every agent in every game, self-play).
         opponent: the fixed-pool kind (``env.opponent_action(agent, kind)``) of the agents the LLM does not play.
-        random_move: the imperfect move (default :func:`random_cell`, tic-tac-toe's random free cell).
+        random_move: the imperfect move (default :func:`env_random_action`, the env's ``random_action``).
     """
 
     noise: float = 0.3
     sides: tuple[tuple[str, ...], ...] | None = None
     opponent: str = "random"
-    random_move: RandomMove = random_cell
+    random_move: RandomMove = env_random_action
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.noise <= 1.0:

@@ -28,6 +28,9 @@ class WarmRecipe:
         epochs: SFT epochs over them.
         noise: share of the demonstrated actions that are random instead of the oracle's.
         agent: agent settings of the demonstrations and the RL runs (None: ``AGENT``).
+        sides: turn-based multi-agent envs: the agents the model plays, cycled over the games (see
+            :class:`~ragen_rllib.models.warm_start.WarmStartConfig`); None for single-agent envs.
+        opponent: multi-agent envs: the fixed-pool opponent of the agents the model does not play.
     """
 
     tag: str
@@ -36,6 +39,8 @@ class WarmRecipe:
     epochs: int
     noise: float
     agent: dict | None = None
+    sides: tuple[tuple[str, ...], ...] | None = None
+    opponent: str = "random"
 
 
 #: env -> its warm start: one epoch, so the format is learnt and the play is not (room left for RL)
@@ -46,6 +51,12 @@ RECIPES = {
     "searchqa": WarmRecipe("SearchQA", {"split": "train", "top_k": 3}, episodes=200, epochs=1, noise=0.3,
                            agent={"enable_think": True, "max_response_tokens": 64, "max_turns": 3,
                                   "max_actions_per_turn": 1, "max_actions_per_traj": 3, "max_model_len": 2048}),
+    # a two-player game: x against the random opponent on the train split of the 2-move openings, half the moves
+    # random (legal, weak play: room for RL); the agent settings of models.versus.GAME_AGENT (8 tokens per turn)
+    "tictactoe": WarmRecipe("ragen_rllib.envs.tictactoe:TicTacToeEnv", {"opening_moves": 2, "openings": "train"},
+                            episodes=256, epochs=1, noise=0.5, sides=(("x",),), opponent="random",
+                            agent={"enable_think": False, "max_response_tokens": 8, "max_turns": 5,
+                                   "max_model_len": 1024}),
 }
 
 
@@ -100,7 +111,8 @@ def build_smollm2_model(root: str | Path, env: str, log: Callable[[str], None] =
     report = warm_start(tmp, WarmStartConfig(envs=(recipe.tag,), env_configs={recipe.tag: recipe.env_config},
                                              episodes_per_env=recipe.episodes,
                                              epochs=recipe.epochs, noise=recipe.noise,
-                                             agent=AgentConfig.from_dict(recipe.agent or AGENT)),
+                                             agent=AgentConfig.from_dict(recipe.agent or AGENT),
+                                             sides=recipe.sides, opponent=recipe.opponent),
                         evaluate=False, base_model=BASE)
     shutil.rmtree(path, ignore_errors=True)
     tmp.rename(path)  # complete or absent: an interrupted build is not mistaken for a model
