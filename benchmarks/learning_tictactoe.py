@@ -90,6 +90,14 @@ def evaluate(model: str | Path, args, seed: int = 0) -> dict:
     return r
 
 
+def learner_stats(result: dict) -> dict:
+    """Each trained module's update diagnostics of one iteration (approx. KL, grad norm, clip fraction, loss)."""
+    keys = ("approx_kl", "grad_norm", "clip_frac", "policy_loss")
+    return {f"{module}/{key}": float(value) for module, stats in result.get("learners", {}).items()
+            if module != "__all_modules__" for key, value in stats.items() if any(k in key for k in keys)
+            and isinstance(value, (int, float))}
+
+
 def run(model: Path, seed: int, before: dict, args) -> dict:
     from ragen_rllib import RagenConfig
     from ragen_rllib.evaluation import export_checkpoint
@@ -104,7 +112,7 @@ def run(model: Path, seed: int, before: dict, args) -> dict:
               .preset("grpo")
               .training(env_groups=args.env_groups, group_size=args.group_size, lr=args.lr, lr_warmup_steps=1,
                         lr_decay_steps=args.iterations, engine_kwargs=MODELS[args.model]["engine_kwargs"],
-                        minibatch_size=args.env_groups * args.group_size, entropy_coeff=0.0,
+                        minibatch_size=args.minibatch_size or args.env_groups * args.group_size, entropy_coeff=0.0,
                         old_logprobs="engine", max_turns=GAME_AGENT.max_turns,
                         max_response_tokens=GAME_AGENT.max_response_tokens, max_model_len=GAME_AGENT.max_model_len,
                         enable_think=GAME_AGENT.enable_think,
@@ -116,11 +124,12 @@ def run(model: Path, seed: int, before: dict, args) -> dict:
     curve = []
     try:
         for _ in range(args.iterations):
-            r = algo.train()["env_runners"]
-            curve.append({k: r.get(k) for k in ("x/success_rate", "o/success_rate", "x/action_valid_rate",
-                                                "o/action_valid_rate")})
+            result = algo.train()
+            r = result["env_runners"]
+            keys = ("x/success_rate", "o/success_rate", "x/action_valid_rate", "o/action_valid_rate")
+            curve.append({**learner_stats(result), **{k: r.get(k) for k in keys}})
             print(f"[tictactoe] seed {seed} iter {len(curve)}: " + ", ".join(
-                f"{k} {v:.0%}" for k, v in curve[-1].items() if v is not None), flush=True)
+                f"{k} {v:.3g}" for k, v in curve[-1].items() if v is not None), flush=True)
         train_seconds = time.perf_counter() - start
         tmp = tempfile.TemporaryDirectory(dir=ROOT / ".cache")
         model_dir = export_checkpoint(algo.save_to_path(str(Path(tmp.name) / "ckpt")), str(Path(tmp.name) / "hf"))
@@ -166,6 +175,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--iterations", type=int, default=5)
     p.add_argument("--env-groups", type=int, default=8)
     p.add_argument("--group-size", type=int, default=4)
+    p.add_argument("--minibatch-size", type=int, default=None,
+                   help="trajectories per optimizer step (default: all of an iteration's, one step)")
     p.add_argument("--lr", type=float, default=None, help="default: per --model (MODELS)")
     p.add_argument("--engine", default=None, choices=["hf", "vllm", "auto"], help="default: per --model (MODELS)")
     p.add_argument("--reference", default="random", choices=["random", "noisy", "minimax"])

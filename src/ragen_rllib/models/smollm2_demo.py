@@ -57,6 +57,13 @@ RECIPES = {
                             episodes=256, epochs=1, noise=0.5, sides=(("x",),), opponent="random",
                             agent={"enable_think": False, "max_response_tokens": 8, "max_turns": 5,
                                    "max_model_len": 1024}),
+    # a cooperative pair: the model plays both the Countdown solver and its verifier (two numbers of 1-9), half the
+    # moves random (a random expression of the numbers; a random verdict)
+    "solver_verifier": WarmRecipe("ragen_rllib.envs.solver_verifier:SolverVerifierEnv",
+                                  {"num_numbers": 2, "max_number": 9, "max_target": 20, "max_rounds": 2},
+                                  episodes=256, epochs=1, noise=0.5, sides=None, opponent="oracle",
+                                  agent={"enable_think": False, "max_response_tokens": 16, "max_turns": 3,
+                                         "max_model_len": 1024}),
 }
 
 

@@ -1,0 +1,230 @@
+"""Learning record of an asymmetric, cooperative pair: RL raises the joint success of a Countdown solver and its
+verifier, each its own RL module (its own weights, engine and learner update), over 3 seeds.
+
+What it measures: the model (``--model``) is warm-started once on noisy-oracle games of ``SolverVerifierEnv`` in
+which it plays both roles, each move replaced by the env's random move with probability 0.5 (a random expression of
+the numbers; a random verdict), so it learns both answer formats with room left to learn: ``smollm2``
+(SmolLM2-135M-Instruct, offline; ``models.smollm2_demo.RECIPES["solver_verifier"]``, cached under .cache/demo/) or
+``small`` (the small tiny model built from scratch, cached under .cache/bench/). Then for each seed: RLlib training
+with ``agent_to_module={"solver": "solver", "verifier": "verifier"}`` (two RL modules, both starting from the warm
+start; each module's GRPO groups hold its own agent's trajectories; one HF engine per module), and the pair's joint
+success (an accepted correct expression; the solver's and the verifier's success are the same event) before and
+after on ``--eval-games`` games at RAGEN's validation temperature 0.5, each role played by its own module's
+exported weights (``ragen_rllib.evaluation.evaluate_multi_agent_run``, as ``ragen-rllib eval``). SmolLM2's RL
+settings are those of ``configs/runs/solver_verifier_smollm2_cpu.yaml`` (Dr. GRPO, lr 2e-5 with warm-up and cosine
+decay, a rollout filter with a 0.1 floor). The evaluation games use env seeds from 500000 on; the instance space (two
+numbers of 1-9, targets 1-20) is small, so evaluation problems also occur in training: this record is about the
+pair's cooperation, not about generalisation to unseen problems.
+Reported: before, after, lift and the binomial standard error per seed (lift SE: both rates' SEs in quadrature),
+mean +- std of the lift across seeds, per-role valid-answer rates and update diagnostics, the CPU and the times.
+
+Run:  .venv/bin/python benchmarks/learning_pair.py [--model smollm2] [--seeds 0 1 2] [--iterations 12]
+Writes benchmarks/results/<--name>.json and .png (default name: learning_pair_<model>).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+OUT = Path(__file__).parent / "results"
+ENV = "ragen_rllib.envs.solver_verifier:SolverVerifierEnv"
+ROLES = ("solver", "verifier")
+EVAL_SEED = 500_000
+#: per --model: RL settings beside the shared ones in config() (SmolLM2: configs/runs/solver_verifier_smollm2_cpu.yaml)
+MODELS = {
+    "small": {"lr": 2e-4, "runner_cpus": 1, "training": {}},
+    "smollm2": {"lr": 2e-5, "runner_cpus": 2,
+                "training": {"adv_estimator": "dr_grpo", "loss_agg_mode": "seq-mean-token-mean",
+                             "lr_warmup_steps": 2, "lr_decay": "cosine", "lr_min_ratio": 0.1,
+                             "filter_strategy": "top_p", "filter_value": 1.0, "filter_include_zero": False,
+                             "filter_min_std": 0.1, "reject_empty_actions": True}},
+}
+
+
+def recipe():
+    """The pair's env settings and agent settings (shared by both models' warm starts, RL and evaluation)."""
+    from ragen_rllib.models.smollm2_demo import RECIPES
+
+    return RECIPES["solver_verifier"]
+
+
+def warm_model(args) -> Path:
+    """The model warm-started on noisy-oracle pair games, both roles (built once, cached)."""
+    if args.model == "smollm2":
+        from ragen_rllib.models.smollm2_demo import smollm2_model
+
+        return smollm2_model(ROOT / ".cache", "solver_verifier", log=lambda line: print(line, flush=True))
+    from ragen_rllib.agent.config import AgentConfig
+    from ragen_rllib.models.tiny import build_model
+    from ragen_rllib.models.warm_start import REPORT_FILE, WarmStartConfig, warm_start
+
+    r = recipe()
+    name = f"small-pair-{args.demo_games}x{args.epochs}ep-noise{r.noise:g}"
+    path = ROOT / ".cache" / "bench" / name
+    if not (path / REPORT_FILE).exists():
+        print(f"[pair] warm-starting the small model into {path} (once)", flush=True)
+        build_model("small", path, seed=0)
+        cfg = WarmStartConfig(envs=(ENV,), env_configs={ENV: r.env_config}, episodes_per_env=args.demo_games,
+                              epochs=args.epochs, noise=r.noise, sides=r.sides, opponent=r.opponent,
+                              agent=AgentConfig.from_dict(r.agent), eval_episodes=32, eval_env_config=r.env_config,
+                              eval_temperature=0.5)
+        print(warm_start(path, cfg).summary(), flush=True)
+    return path
+
+
+def config(model: Path, seed: int, args):
+    from ragen_rllib import RagenConfig
+
+    settings = MODELS[args.model]
+    return (RagenConfig()
+            .environment(ENV, env_config=recipe().env_config)
+            .env_runners(num_env_runners=1, num_cpus_per_env_runner=settings["runner_cpus"])
+            .learners(num_learners=0)
+            .rl_module(model_config={"model": str(model)})
+            .multi_agent(agent_to_module={role: role for role in ROLES})
+            .preset("grpo")
+            .training(env_groups=args.env_groups, group_size=args.group_size, lr=args.lr, lr_warmup_steps=1,
+                      lr_decay_steps=args.iterations, minibatch_size=args.env_groups * args.group_size,
+                      entropy_coeff=0.0, old_logprobs="engine", val_env_groups=1, val_seed=EVAL_SEED, engine="hf",
+                      engine_kwargs={}, **recipe().agent)
+            .training(**settings["training"])
+            .debugging(seed=seed))
+
+
+def evaluate(model: str | Path, cfg, args) -> dict:
+    """Joint success and each role's valid-answer rate over ``--eval-games`` games (``model``: a directory both
+    roles play, or a checkpoint: each role its own module)."""
+    from ragen_rllib.evaluation import eval_envs, evaluate_multi_agent_run
+
+    start = time.perf_counter()
+    report = evaluate_multi_agent_run(model, cfg, eval_envs(cfg), episodes=args.eval_games, samples=1, engine="hf")
+    tag = eval_envs(cfg)[0].tag
+    joint = report[f"{tag}/solver"]["success"]
+    return {"joint_success": joint, "joint_success_se": math.sqrt(joint * (1 - joint) / args.eval_games),
+            "verifier_success": report[f"{tag}/verifier"]["success"], "games": args.eval_games,
+            **{f"{role}_valid_action_rate": report[f"{tag}/{role}"]["valid_action_rate"] for role in ROLES},
+            "report": report, "seconds": time.perf_counter() - start}
+
+
+def learner_stats(result: dict) -> dict:
+    """Each trained module's update diagnostics of one iteration (approx. KL, grad norm, clip fraction, loss)."""
+    keys = ("approx_kl", "grad_norm", "clip_frac", "policy_loss")
+    return {f"{module}/{key}": float(value) for module, stats in result.get("learners", {}).items()
+            if module != "__all_modules__" for key, value in stats.items() if any(k in key for k in keys)
+            and isinstance(value, (int, float))}
+
+
+def run(model: Path, seed: int, before: dict, args) -> dict:
+    cfg = config(model, seed, args)
+    start = time.perf_counter()
+    algo = cfg.build_algo()
+    curve = []
+    try:
+        for _ in range(args.iterations):
+            result = algo.train()
+            r = result["env_runners"]
+            keys = ("solver/success_rate", "solver/action_valid_rate", "verifier/action_valid_rate",
+                    "solver/turns_mean")
+            curve.append({**learner_stats(result), **{k: r.get(k) for k in keys}})
+            print(f"[pair] seed {seed} iter {len(curve)}: " + ", ".join(
+                f"{k} {v:.2f}" for k, v in curve[-1].items() if v is not None), flush=True)
+        train_seconds = time.perf_counter() - start
+        tmp = tempfile.TemporaryDirectory(dir=ROOT / ".cache")
+        checkpoint = algo.save_to_path(str(Path(tmp.name) / "ckpt"))
+    finally:
+        algo.stop()
+    with tmp:
+        after = evaluate(checkpoint, cfg, args)
+    lift = after["joint_success"] - before["joint_success"]
+    se = math.hypot(after["joint_success_se"], before["joint_success_se"])
+    print(f"[pair] seed {seed}: joint success {before['joint_success']:.1%} -> {after['joint_success']:.1%} "
+          f"(lift {100 * lift:+.1f} +- {100 * se:.1f} points)", flush=True)
+    return {"seed": seed, "train": curve, "after": after, "lift_points": 100 * lift, "lift_se_points": 100 * se,
+            "train_seconds": train_seconds, "seconds": time.perf_counter() - start}
+
+
+def plot(record: dict, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    runs, b = record["runs"], record["before"]
+    fig, ax = plt.subplots(figsize=(5.5, 3.6))
+    ax.axhline(100 * b["joint_success"], color="grey", ls="--", label=f"warm start {100 * b['joint_success']:.1f}%")
+    xs = [r["seed"] for r in runs]
+    ax.errorbar(xs, [100 * r["after"]["joint_success"] for r in runs],
+                yerr=[100 * r["after"]["joint_success_se"] for r in runs], fmt="o", capsize=4,
+                label=f"after {record['args']['iterations']} RL iterations")
+    ax.set_xticks(xs, [f"seed {s}" for s in xs])
+    ax.set_ylabel("joint success (%)")
+    ax.set_title(f"Countdown solver + verifier (two RL modules): lift {record['mean_lift_points']:+.1f} "
+                 f"+- {record['std_lift_points']:.1f} pts", fontsize=9)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--model", default="smollm2", choices=sorted(MODELS), help="the model warm-started and trained")
+    p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    p.add_argument("--iterations", type=int, default=12)
+    p.add_argument("--env-groups", type=int, default=8)
+    p.add_argument("--group-size", type=int, default=4)
+    p.add_argument("--lr", type=float, default=None, help="default: per --model (MODELS)")
+    p.add_argument("--eval-games", type=int, default=256)
+    p.add_argument("--demo-games", type=int, default=1024, help="--model small: demonstration games")
+    p.add_argument("--epochs", type=int, default=2, help="--model small: SFT epochs")
+    p.add_argument("--name", default=None, help="file stem under benchmarks/results (default: learning_pair_<model>)")
+    p.add_argument("--warm-only", action="store_true", help="warm-start and measure before RL, then stop")
+    args = p.parse_args(argv)
+    args.lr = MODELS[args.model]["lr"] if args.lr is None else args.lr
+    args.name = args.name or f"learning_pair_{args.model}"
+
+    import torch
+
+    from ragen_rllib import init_ray
+    from ragen_rllib.precision import cpu_info
+
+    started = time.perf_counter()
+    torch.set_num_threads(os.cpu_count() or 1)
+    model = warm_model(args)
+    before = evaluate(model, config(model, 0, args), args)
+    print(f"[pair] warm start: joint success {before['joint_success']:.1%} +- {before['joint_success_se']:.1%} "
+          f"(valid: solver {before['solver_valid_action_rate']:.1%}, verifier "
+          f"{before['verifier_valid_action_rate']:.1%}; {before['seconds']:.0f} s)", flush=True)
+    if args.warm_only:
+        return
+    init_ray(num_cpus=4, _temp_dir=str(ROOT / ".cache" / "ray"), log_to_driver=False, include_dashboard=False)
+    runs = [run(model, seed, before, args) for seed in args.seeds]
+    lifts = [r["lift_points"] for r in runs]
+    record = {
+        "what": "joint success of a Countdown solver and verifier (two RL modules) before and after RL, from the "
+                "same warm start; evaluation at temperature 0.5 on env seeds 500000+",
+        "command": "python " + " ".join([Path(sys.argv[0]).as_posix().split(str(ROOT) + "/")[-1], *sys.argv[1:]]),
+        "cpu": cpu_info(), "cores": os.cpu_count(), "model": str(model.relative_to(ROOT)),
+        "env_config": recipe().env_config, "agent": recipe().agent,
+        "warm_start": json.loads((model / "warm_start.json").read_text()), "args": vars(args),
+        "before": before, "runs": runs, "mean_lift_points": statistics.fmean(lifts),
+        "std_lift_points": statistics.stdev(lifts) if len(lifts) > 1 else 0.0,
+        "seconds": time.perf_counter() - started}
+    OUT.mkdir(parents=True, exist_ok=True)
+    (OUT / f"{args.name}.json").write_text(json.dumps(record, indent=2))
+    plot(record, OUT / f"{args.name}.png")
+    ses = ", ".join(f"{r['lift_se_points']:.1f}" for r in runs)
+    print(f"lift {record['mean_lift_points']:+.1f} +- {record['std_lift_points']:.1f} points over {len(lifts)} seeds "
+          f"({', '.join(f'{x:+.1f}' for x in lifts)}); per-run SE {ses}; saved {OUT / (args.name + '.json')}")
+
+
+if __name__ == "__main__":
+    main()
