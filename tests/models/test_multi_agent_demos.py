@@ -63,6 +63,21 @@ def test_the_oracle_never_loses_and_noise_makes_games_imperfect(chat):
     assert all(t.action_is_valid for ep in noisy for t in ep.turns["x"])  # random, but always legal
 
 
+def test_pair_demonstrations_use_the_envs_own_random_moves(chat):
+    """The solver/verifier pair: oracle play always succeeds; at noise 1 every move is the env's random one
+    (well-formed: a random expression of the numbers, a random verdict), so no move is invalid yet teams fail."""
+    from ragen_rllib.envs.solver_verifier import SolverVerifierEnv
+
+    def pair(noise):
+        return list(multi_agent_demonstrations(lambda: SolverVerifierEnv(num_numbers=2, max_number=9, max_target=20),
+                                               chat, CFG, MultiAgentDemoPolicy(noise=noise, opponent="oracle"), 20, 0))
+    assert all(ep.success["solver"] and ep.success["verifier"] for ep in pair(0.0))
+    noisy = pair(1.0)
+    assert all(t.action_is_valid for ep in noisy for a in ep.llm_agents for t in ep.turns[a])
+    assert not all(ep.success["solver"] for ep in noisy)
+    assert {t.parsed.actions[0] for ep in noisy for t in ep.turns["verifier"]} == {"accept", "reject"}
+
+
 def test_sides_cycle_and_games_are_deterministic(chat):
     policy = MultiAgentDemoPolicy(noise=0.3, sides=(("x",), ("o",)))
     eps = games(chat, policy, episodes=4)
