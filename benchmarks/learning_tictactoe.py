@@ -210,20 +210,22 @@ def main(argv: list[str] | None = None) -> None:
     if args.warm_only:
         return
     init_ray(num_cpus=4, _temp_dir=str(ROOT / ".cache" / "ray"), log_to_driver=False, include_dashboard=False)
-    runs = [run(model, seed, before, args) for seed in args.seeds]
-    lifts = [r["lift_points"] for r in runs]
-    record = {
-        "what": "x's win rate against a fixed reference opponent on held-out 2-move openings (validation split), "
-                "before and after RL (o: --train-against; self = self-play) from the same warm start",
-        "command": "python " + " ".join([Path(sys.argv[0]).as_posix().split(str(ROOT) + "/")[-1], *sys.argv[1:]]),
-        "cpu": cpu_info(), "cores": os.cpu_count(), "model": str(model.relative_to(ROOT)),
-        "warm_start": json.loads((model / "warm_start.json").read_text()), "args": vars(args), "before": before,
-        "runs": runs, "mean_lift_points": statistics.fmean(lifts),
-        "std_lift_points": statistics.stdev(lifts) if len(lifts) > 1 else 0.0,
-        "seconds": time.perf_counter() - started}
-    OUT.mkdir(parents=True, exist_ok=True)
-    (OUT / f"{args.name}.json").write_text(json.dumps(record, indent=2))
-    plot(record, OUT / f"{args.name}.png")
+    runs = []
+    for seed in args.seeds:  # the record is saved after every seed (a stopped run keeps its seeds)
+        runs.append(run(model, seed, before, args))
+        lifts = [r["lift_points"] for r in runs]
+        record = {
+            "what": "x's win rate against a fixed reference opponent on held-out 2-move openings (validation split), "
+                    "before and after RL (o: --train-against; self = self-play) from the same warm start",
+            "command": "python " + " ".join([Path(sys.argv[0]).as_posix().split(str(ROOT) + "/")[-1], *sys.argv[1:]]),
+            "cpu": cpu_info(), "cores": os.cpu_count(), "model": str(model.relative_to(ROOT)),
+            "warm_start": json.loads((model / "warm_start.json").read_text()), "args": vars(args), "before": before,
+            "runs": runs, "mean_lift_points": statistics.fmean(lifts),
+            "std_lift_points": statistics.stdev(lifts) if len(lifts) > 1 else 0.0,
+            "seconds": time.perf_counter() - started}
+        OUT.mkdir(parents=True, exist_ok=True)
+        (OUT / f"{args.name}.json").write_text(json.dumps(record, indent=2))
+        plot(record, OUT / f"{args.name}.png")
     ses = ", ".join(f"{r['lift_se_points']:.1f}" for r in runs)
     print(f"lift {record['mean_lift_points']:+.1f} +- {record['std_lift_points']:.1f} points over {len(lifts)} seeds "
           f"({', '.join(f'{x:+.1f}' for x in lifts)}); per-run SE {ses}; saved {OUT / (args.name + '.json')}")
