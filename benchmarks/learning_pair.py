@@ -28,13 +28,15 @@ import argparse
 import json
 import math
 import os
-import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).parent))  # the records' shared helpers, run as a script or imported
+from multi_agent_records import SMOLLM2_TRAINING, command_line, learner_stats, plot_lift, run_seeds  # noqa: E402
+
 OUT = Path(__file__).parent / "results"
 ENV = "ragen_rllib.envs.solver_verifier:SolverVerifierEnv"
 ROLES = ("solver", "verifier")
@@ -42,11 +44,7 @@ EVAL_SEED = 500_000
 #: per --model: RL settings beside the shared ones in config() (SmolLM2: configs/runs/solver_verifier_smollm2_cpu.yaml)
 MODELS = {
     "small": {"lr": 2e-4, "runner_cpus": 1, "training": {}},
-    "smollm2": {"lr": 2e-5, "runner_cpus": 2,
-                "training": {"adv_estimator": "dr_grpo", "loss_agg_mode": "seq-mean-token-mean",
-                             "lr_warmup_steps": 2, "lr_decay": "cosine", "lr_min_ratio": 0.1,
-                             "filter_strategy": "top_p", "filter_value": 1.0, "filter_include_zero": False,
-                             "filter_min_std": 0.1, "reject_empty_actions": True}},
+    "smollm2": {"lr": 2e-5, "runner_cpus": 2, "training": SMOLLM2_TRAINING},
 }
 
 
@@ -115,14 +113,6 @@ def evaluate(model: str | Path, cfg, args) -> dict:
             "report": report, "seconds": time.perf_counter() - start}
 
 
-def learner_stats(result: dict) -> dict:
-    """Each trained module's update diagnostics of one iteration (approx. KL, grad norm, clip fraction, loss)."""
-    keys = ("approx_kl", "grad_norm", "clip_frac", "policy_loss")
-    return {f"{module}/{key}": float(value) for module, stats in result.get("learners", {}).items()
-            if module != "__all_modules__" for key, value in stats.items() if any(k in key for k in keys)
-            and isinstance(value, (int, float))}
-
-
 def run(model: Path, seed: int, before: dict, args) -> dict:
     cfg = config(model, seed, args)
     start = time.perf_counter()
@@ -153,25 +143,8 @@ def run(model: Path, seed: int, before: dict, args) -> dict:
 
 
 def plot(record: dict, path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    runs, b = record["runs"], record["before"]
-    fig, ax = plt.subplots(figsize=(5.5, 3.6))
-    ax.axhline(100 * b["joint_success"], color="grey", ls="--", label=f"warm start {100 * b['joint_success']:.1f}%")
-    xs = [r["seed"] for r in runs]
-    ax.errorbar(xs, [100 * r["after"]["joint_success"] for r in runs],
-                yerr=[100 * r["after"]["joint_success_se"] for r in runs], fmt="o", capsize=4,
-                label=f"after {record['args']['iterations']} RL iterations")
-    ax.set_xticks(xs, [f"seed {s}" for s in xs])
-    ax.set_ylabel("joint success (%)")
-    ax.set_title(f"Countdown solver + verifier (two RL modules): lift {record['mean_lift_points']:+.1f} "
-                 f"+- {record['std_lift_points']:.1f} pts", fontsize=9)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
+    plot_lift(record, path, "joint_success", "joint success (%)", "Countdown solver + verifier (two RL modules)",
+              f"after {record['args']['iterations']} RL iterations")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -206,26 +179,15 @@ def main(argv: list[str] | None = None) -> None:
     if args.warm_only:
         return
     init_ray(num_cpus=4, _temp_dir=str(ROOT / ".cache" / "ray"), log_to_driver=False, include_dashboard=False)
-    runs = []
-    for seed in args.seeds:  # the record is saved after every seed (a stopped run keeps its seeds)
-        runs.append(run(model, seed, before, args))
-        lifts = [r["lift_points"] for r in runs]
-        record = {
-            "what": "joint success of a Countdown solver and verifier (two RL modules) before and after RL, from the "
-                    "same warm start; evaluation at temperature 0.5 on env seeds 500000+",
-            "command": "python " + " ".join([Path(sys.argv[0]).as_posix().split(str(ROOT) + "/")[-1], *sys.argv[1:]]),
-            "cpu": cpu_info(), "cores": os.cpu_count(), "model": str(model.relative_to(ROOT)),
-            "env_config": recipe().env_config, "agent": recipe().agent,
-            "warm_start": json.loads((model / "warm_start.json").read_text()), "args": vars(args),
-            "before": before, "runs": runs, "mean_lift_points": statistics.fmean(lifts),
-            "std_lift_points": statistics.stdev(lifts) if len(lifts) > 1 else 0.0,
-            "seconds": time.perf_counter() - started}
-        OUT.mkdir(parents=True, exist_ok=True)
-        (OUT / f"{args.name}.json").write_text(json.dumps(record, indent=2))
-        plot(record, OUT / f"{args.name}.png")
-    ses = ", ".join(f"{r['lift_se_points']:.1f}" for r in runs)
-    print(f"lift {record['mean_lift_points']:+.1f} +- {record['std_lift_points']:.1f} points over {len(lifts)} seeds "
-          f"({', '.join(f'{x:+.1f}' for x in lifts)}); per-run SE {ses}; saved {OUT / (args.name + '.json')}")
+    header = {
+        "what": "joint success of a Countdown solver and verifier (two RL modules) before and after RL, from the "
+                "same warm start; evaluation at temperature 0.5 on env seeds 500000+",
+        "command": command_line(ROOT),
+        "cpu": cpu_info(), "cores": os.cpu_count(), "model": str(model.relative_to(ROOT)),
+        "env_config": recipe().env_config, "agent": recipe().agent,
+        "warm_start": json.loads((model / "warm_start.json").read_text()), "args": vars(args),
+        "before": before}
+    run_seeds(args.seeds, lambda seed: run(model, seed, before, args), header, OUT, args.name, plot, started)
 
 
 if __name__ == "__main__":

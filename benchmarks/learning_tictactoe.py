@@ -28,13 +28,15 @@ import argparse
 import json
 import math
 import os
-import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).parent))  # the records' shared helpers, run as a script or imported
+from multi_agent_records import SMOLLM2_TRAINING, command_line, learner_stats, plot_lift, run_seeds  # noqa: E402
+
 OUT = Path(__file__).parent / "results"
 ENV = "ragen_rllib.envs.tictactoe:TicTacToeEnv"
 TRAIN = {"opening_moves": 2, "openings": "train"}
@@ -47,10 +49,7 @@ MODELS = {
     "small": {"lr": 2e-4, "engine": "hf", "training": {}, "engine_kwargs": {}, "runner_cpus": 1},
     "smollm2": {"lr": 2e-5, "engine": "vllm", "runner_cpus": 2,
                 "engine_kwargs": {"dtype": "bfloat16", "kv_cache_gib": 2},
-                "training": {"adv_estimator": "dr_grpo", "loss_agg_mode": "seq-mean-token-mean",
-                             "lr_warmup_steps": 2, "lr_decay": "cosine", "lr_min_ratio": 0.1,
-                             "filter_strategy": "top_p", "filter_value": 1.0, "filter_include_zero": False,
-                             "filter_min_std": 0.1, "reject_empty_actions": True}},
+                "training": SMOLLM2_TRAINING},
 }
 
 
@@ -89,14 +88,6 @@ def evaluate(model: str | Path, args, seed: int = 0) -> dict:
     finally:
         engine.close()
     return {**by_reference[args.reference[0]], "by_reference": by_reference, "seconds": time.perf_counter() - start}
-
-
-def learner_stats(result: dict) -> dict:
-    """Each trained module's update diagnostics of one iteration (approx. KL, grad norm, clip fraction, loss)."""
-    keys = ("approx_kl", "grad_norm", "clip_frac", "policy_loss")
-    return {f"{module}/{key}": float(value) for module, stats in result.get("learners", {}).items()
-            if module != "__all_modules__" for key, value in stats.items() if any(k in key for k in keys)
-            and isinstance(value, (int, float))}
 
 
 def run(model: Path, seed: int, before: dict, args) -> dict:
@@ -151,26 +142,8 @@ def run(model: Path, seed: int, before: dict, args) -> dict:
 
 
 def plot(record: dict, path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    runs = record["runs"]
-    fig, ax = plt.subplots(figsize=(5.5, 3.6))
-    b = record["before"]
-    ax.axhline(100 * b["win_rate"], color="grey", ls="--", label=f"warm start {100 * b['win_rate']:.1f}%")
-    xs = [r["seed"] for r in runs]
-    ax.errorbar(xs, [100 * r["after"]["win_rate"] for r in runs],
-                yerr=[100 * r["after"]["win_rate_se"] for r in runs], fmt="o", capsize=4,
-                label=f"after RL (vs {record['args']['train_against']})")
-    ax.set_xticks(xs, [f"seed {s}" for s in xs])
-    ax.set_ylabel(f"x win rate vs {record['args']['reference'][0]} (%)")
-    ax.set_title(f"tic-tac-toe, held-out openings: lift {record['mean_lift_points']:+.1f} "
-                 f"+- {record['std_lift_points']:.1f} pts", fontsize=9)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
+    plot_lift(record, path, "win_rate", f"x win rate vs {record['args']['reference'][0]} (%)",
+              "tic-tac-toe, held-out openings", f"after RL (vs {record['args']['train_against']})")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -216,25 +189,13 @@ def main(argv: list[str] | None = None) -> None:
     if args.warm_only:
         return
     init_ray(num_cpus=4, _temp_dir=str(ROOT / ".cache" / "ray"), log_to_driver=False, include_dashboard=False)
-    runs = []
-    for seed in args.seeds:  # the record is saved after every seed (a stopped run keeps its seeds)
-        runs.append(run(model, seed, before, args))
-        lifts = [r["lift_points"] for r in runs]
-        record = {
-            "what": "x's win rate against a fixed reference opponent on held-out 2-move openings (validation split), "
-                    "before and after RL (o: --train-against; self = self-play) from the same warm start",
-            "command": "python " + " ".join([Path(sys.argv[0]).as_posix().split(str(ROOT) + "/")[-1], *sys.argv[1:]]),
-            "cpu": cpu_info(), "cores": os.cpu_count(), "model": str(model.relative_to(ROOT)),
-            "warm_start": json.loads((model / "warm_start.json").read_text()), "args": vars(args), "before": before,
-            "runs": runs, "mean_lift_points": statistics.fmean(lifts),
-            "std_lift_points": statistics.stdev(lifts) if len(lifts) > 1 else 0.0,
-            "seconds": time.perf_counter() - started}
-        OUT.mkdir(parents=True, exist_ok=True)
-        (OUT / f"{args.name}.json").write_text(json.dumps(record, indent=2))
-        plot(record, OUT / f"{args.name}.png")
-    ses = ", ".join(f"{r['lift_se_points']:.1f}" for r in runs)
-    print(f"lift {record['mean_lift_points']:+.1f} +- {record['std_lift_points']:.1f} points over {len(lifts)} seeds "
-          f"({', '.join(f'{x:+.1f}' for x in lifts)}); per-run SE {ses}; saved {OUT / (args.name + '.json')}")
+    header = {
+        "what": "x's win rate against a fixed reference opponent on held-out 2-move openings (validation split), "
+                "before and after RL (o: --train-against; self = self-play) from the same warm start",
+        "command": command_line(ROOT),
+        "cpu": cpu_info(), "cores": os.cpu_count(), "model": str(model.relative_to(ROOT)),
+        "warm_start": json.loads((model / "warm_start.json").read_text()), "args": vars(args), "before": before}
+    run_seeds(args.seeds, lambda seed: run(model, seed, before, args), header, OUT, args.name, plot, started)
 
 
 if __name__ == "__main__":
