@@ -58,7 +58,6 @@ class Trajectory:
                    error=ep.error, agent=agent)
 
 
-
 def agent_trajectories(episodes: list[MultiAgentEpisode], tags: list[str], group_ids: list[int],
                        module_of: Callable[[str], str] | None = None) -> list[Trajectory]:
     """Each LLM agent's side of each multi-agent episode, as its own trajectory.

@@ -166,7 +166,6 @@ class TicTacToeEnv(TurnBasedTextEnv):
     def opponent_action(self, agent: str, kind: str) -> str:
         """An action of the fixed opponent ``kind`` (one of :data:`OPPONENTS`) for ``agent``."""
         require(kind in OPPONENTS, "opponent", kind, f"one of {OPPONENTS}")
-        free = [i for i, c in enumerate(self.board) if c == "."]
         if kind == "random" or (kind == "noisy" and self.np_random.random() < NOISY_RANDOM_SHARE):
-            return str(int(free[self.np_random.integers(len(free))]) + 1)
+            return self.random_action(agent, self.np_random)
         return self.oracle_action(agent)
