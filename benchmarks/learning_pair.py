@@ -2,8 +2,9 @@
 verifier, each its own RL module (its own weights, engine and learner update), over 3 seeds.
 
 What it measures: the model (``--model``) is warm-started once on noisy-oracle games of ``SolverVerifierEnv`` in
-which it plays both roles, each move replaced by the env's random move with probability 0.5 (a random expression of
-the numbers; a random verdict), so it learns both answer formats with room left to learn: ``smollm2``
+which it plays both roles: half the solver's proposals are the env's random move (a random expression of the
+numbers), the verifier always gives the oracle's verdict. So it learns both answer formats with room left to learn
+(the warm verifier's judgement of a correct and a wrong proposal is probed and recorded): ``smollm2``
 (SmolLM2-135M-Instruct, offline; ``models.smollm2_demo.RECIPES["solver_verifier"]``, cached under .cache/demo/) or
 ``small`` (the small tiny model built from scratch, cached under .cache/bench/). Then for each seed: RLlib training
 with ``agent_to_module={"solver": "solver", "verifier": "verifier"}`` (two RL modules, both starting from the warm
@@ -66,13 +67,15 @@ def warm_model(args) -> Path:
     from ragen_rllib.models.warm_start import REPORT_FILE, WarmStartConfig, warm_start
 
     r = recipe()
-    name = f"small-pair-{args.demo_games}x{args.epochs}ep-noise{r.noise:g}"
+    per_agent = "".join(f"-{agent}{noise:g}" for agent, noise in sorted((r.agent_noise or {}).items()))
+    name = f"small-pair-{args.demo_games}x{args.epochs}ep-noise{r.noise:g}{per_agent}"
     path = ROOT / ".cache" / "bench" / name
     if not (path / REPORT_FILE).exists():
         print(f"[pair] warm-starting the small model into {path} (once)", flush=True)
         build_model("small", path, seed=0)
         cfg = WarmStartConfig(envs=(ENV,), env_configs={ENV: r.env_config}, episodes_per_env=args.demo_games,
-                              epochs=args.epochs, noise=r.noise, sides=r.sides, opponent=r.opponent,
+                              epochs=args.epochs, noise=r.noise, agent_noise=r.agent_noise, sides=r.sides,
+                              opponent=r.opponent,
                               agent=AgentConfig.from_dict(r.agent), eval_episodes=32, eval_env_config=r.env_config,
                               eval_temperature=0.5)
         print(warm_start(path, cfg).summary(), flush=True)
@@ -111,6 +114,50 @@ def evaluate(model: str | Path, cfg, args) -> dict:
             "verifier_success": report[f"{tag}/verifier"]["success"], "games": args.eval_games,
             **{f"{role}_valid_action_rate": report[f"{tag}/{role}"]["valid_action_rate"] for role in ROLES},
             "report": report, "seconds": time.perf_counter() - start}
+
+
+def verifier_probe(model: str | Path, problems: int = 64) -> dict:
+    """How the verifier in ``model`` (a directory) judges a correct and a wrong proposal to the same problems (the
+    oracle's expression; a random wrong expression of the numbers), each in round 1 of an eval-seed game: the mean
+    probability of ``accept`` (over the two verdicts, each scored as its whole response) for each, and how often it
+    prefers accepting the correct one to accepting the wrong one."""
+    import numpy as np
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from ragen_rllib.agent.chat_format import ChatFormat
+    from ragen_rllib.agent.config import AgentConfig
+    from ragen_rllib.agent.multi_agent import MultiAgentEpisode
+    from ragen_rllib.agent.prompts import assistant_text, generation_prefill
+    from ragen_rllib.envs.solver_verifier import SolverVerifierEnv
+    from ragen_rllib.models.demonstrations import response_ids
+
+    cfg = AgentConfig.from_dict(recipe().agent)
+    chat = ChatFormat(AutoTokenizer.from_pretrained(model), prefill=generation_prefill(cfg))
+    lm = AutoModelForCausalLM.from_pretrained(model, dtype=torch.float32).eval()
+    env, rng = SolverVerifierEnv(**recipe().env_config), np.random.default_rng(0)
+    verdicts = [response_ids(chat, assistant_text("", v, cfg)) for v in ("accept", "reject")]
+
+    def p_accept(seed: int, proposal: str) -> float:
+        ep = MultiAgentEpisode(env, {role: chat for role in ROLES}, cfg, seed=seed)
+        ep.prompt()
+        ep.step(response_ids(chat, assistant_text("", proposal, cfg)))
+        prompt = ep.prompt()
+        scores = []
+        for ids in verdicts:
+            with torch.no_grad():
+                logits = lm(torch.tensor([prompt + ids])).logits[0, len(prompt) - 1:-1].float()
+            scores.append(torch.log_softmax(logits, -1).gather(1, torch.tensor(ids)[:, None]).sum().item())
+        return 1.0 / (1.0 + math.exp(scores[1] - scores[0]))
+
+    right, wrong = [], []
+    for i in range(problems):
+        env.reset(seed=EVAL_SEED + i)
+        bad = next(a for a in (env.random_action("solver", rng) for _ in range(100)) if not env.correct(a))
+        right.append(p_accept(EVAL_SEED + i, env.oracle_action("solver")))
+        wrong.append(p_accept(EVAL_SEED + i, bad))
+    return {"problems": problems, "p_accept_correct": float(np.mean(right)), "p_accept_wrong": float(np.mean(wrong)),
+            "prefers_correct": float(np.mean([r > w for r, w in zip(right, wrong)]))}
 
 
 def run(model: Path, seed: int, before: dict, args) -> dict:
@@ -173,6 +220,8 @@ def main(argv: list[str] | None = None) -> None:
     torch.set_num_threads(os.cpu_count() or 1)
     model = warm_model(args)
     before = evaluate(model, config(model, 0, args), args)
+    before["verifier_probe"] = verifier_probe(model)
+    print(f"[pair] warm verifier: {before['verifier_probe']}", flush=True)
     print(f"[pair] warm start: joint success {before['joint_success']:.1%} +- {before['joint_success_se']:.1%} "
           f"(valid: solver {before['solver_valid_action_rate']:.1%}, verifier "
           f"{before['verifier_valid_action_rate']:.1%}; {before['seconds']:.0f} s)", flush=True)

@@ -78,6 +78,24 @@ def test_pair_demonstrations_use_the_envs_own_random_moves(chat):
     assert {t.parsed.actions[0] for ep in noisy for t in ep.turns["verifier"]} == {"accept", "reject"}
 
 
+def test_agent_noise_overrides_noise_for_the_agents_it_names(chat):
+    """{"verifier": 0.0}: every verdict is the oracle's (accept exactly the correct proposals) while the solver's
+    proposals stay noisy, so some are rejected."""
+    from ragen_rllib.envs.solver_verifier import SolverVerifierEnv
+
+    policy = MultiAgentDemoPolicy(noise=1.0, agent_noise={"verifier": 0.0}, opponent="oracle")
+    assert (policy.noise_of("verifier"), policy.noise_of("solver")) == (0.0, 1.0)
+    env = SolverVerifierEnv(num_numbers=2, max_number=9, max_target=20)
+    eps = list(multi_agent_demonstrations(lambda: env, chat, CFG, policy, 30, 0))
+    verdicts = [t.parsed.actions[0] for ep in eps for t in ep.turns["verifier"]]
+    assert {"accept", "reject"} <= set(verdicts)
+    for ep in eps:  # an accepted proposal is correct (the oracle's verdict), a rejected one is not
+        solver, verifier = ep.turns["solver"], ep.turns["verifier"]
+        assert verifier[-1].parsed.actions[0] == "accept" or len(verifier) == env.max_rounds
+        assert ep.success["solver"] == (verifier[-1].parsed.actions[0] == "accept")
+        assert len(solver) == len(verifier)
+
+
 def test_sides_cycle_and_games_are_deterministic(chat):
     policy = MultiAgentDemoPolicy(noise=0.3, sides=(("x",), ("o",)))
     eps = games(chat, policy, episodes=4)
@@ -87,7 +105,8 @@ def test_sides_cycle_and_games_are_deterministic(chat):
 
 
 @pytest.mark.parametrize(("kwargs", "match"), [({"noise": 1.5}, "noise"), ({"sides": ()}, "sides"),
-                                               ({"sides": ((),)}, "sides")])
+                                               ({"sides": ((),)}, "sides"),
+                                               ({"agent_noise": {"o": -0.1}}, r"agent_noise\['o'\]")])
 def test_bad_policies_are_refused(kwargs, match):
     with pytest.raises(ValueError, match=match):
         MultiAgentDemoPolicy(**kwargs)
@@ -96,6 +115,8 @@ def test_bad_policies_are_refused(kwargs, match):
 def test_unknown_sides_are_refused(chat):
     with pytest.raises(ValueError, match=r"\['z'\]"):
         games(chat, MultiAgentDemoPolicy(sides=(("z",),)), episodes=1)
+    with pytest.raises(ValueError, match=r"agent_noise name agents \['z'\]"):
+        games(chat, MultiAgentDemoPolicy(agent_noise={"z": 0.0}), episodes=1)
 
 
 def test_warm_start_trains_on_multi_agent_games_and_evaluates_against_the_opponent(tmp_path):

@@ -38,12 +38,15 @@ class MultiAgentDemoPolicy:
 
     Attributes:
         noise: probability that an LLM agent's oracle move is replaced by ``random_move``.
+        agent_noise: per-agent noise overriding ``noise`` for the agents it names (e.g. ``{"verifier": 0.0}``: the
+            verifier always demonstrates the oracle's verdict, the solver ``noise``).
         sides: the agents the LLM plays, cycled over the games (None: every agent in every game, self-play).
         opponent: the fixed-pool kind (``env.opponent_action(agent, kind)``) of the agents the LLM does not play.
         random_move: the imperfect move (default :func:`env_random_action`, the env's ``random_action``).
     """
 
     noise: float = 0.3
+    agent_noise: Mapping[str, float] | None = None
     sides: tuple[tuple[str, ...], ...] | None = None
     opponent: str = "random"
     random_move: RandomMove = env_random_action
@@ -51,14 +54,23 @@ class MultiAgentDemoPolicy:
     def __post_init__(self) -> None:
         if not 0.0 <= self.noise <= 1.0:
             raise ValueError(f"MultiAgentDemoPolicy.noise = {self.noise!r} is invalid: a probability in [0, 1]")
+        for agent, noise in (self.agent_noise or {}).items():
+            if not (isinstance(noise, (int, float)) and 0.0 <= noise <= 1.0):
+                raise ValueError(f"MultiAgentDemoPolicy.agent_noise[{agent!r}] = {noise!r} is invalid: a probability "
+                                 "in [0, 1]")
         if self.sides is not None and (not self.sides or not all(self.sides)):
             raise ValueError(f"MultiAgentDemoPolicy.sides = {self.sides!r} is invalid: a non-empty tuple of "
                              "non-empty agent tuples, e.g. (('x',), ('o',)), or None for every agent")
 
 
+    def noise_of(self, agent: str) -> float:
+        """The probability that ``agent``'s demonstrated move is random."""
+        return (self.agent_noise or {}).get(agent, self.noise)
+
+
 def demo_move(env, agent: str, policy: MultiAgentDemoPolicy, rng: np.random.Generator) -> str:
-    """The oracle's move for ``agent``, or a random one with probability ``policy.noise``."""
-    if rng.random() < policy.noise:
+    """The oracle's move for ``agent``, or a random one with probability ``policy.noise_of(agent)``."""
+    if rng.random() < policy.noise_of(agent):
         return policy.random_move(env, agent, rng)
     return env.oracle_action(agent)
 
@@ -66,10 +78,10 @@ def demo_move(env, agent: str, policy: MultiAgentDemoPolicy, rng: np.random.Gene
 def demonstration_game(env, chat: ChatFormat, cfg: AgentConfig, policy: MultiAgentDemoPolicy, seed: int,
                        rng: np.random.Generator, llm_agents: Sequence[str]) -> MultiAgentEpisode:
     """Play one demonstration game with the LLM as ``llm_agents`` (the others scripted by ``policy.opponent``)."""
-    unknown = sorted(set(llm_agents) - set(env.possible_agents))
+    unknown = sorted((set(llm_agents) | set(policy.agent_noise or {})) - set(env.possible_agents))
     if unknown:
-        raise ValueError(f"sides name agents {unknown} that {type(env).__name__} does not have; use some of "
-                         f"{list(env.possible_agents)}")
+        raise ValueError(f"sides or agent_noise name agents {unknown} that {type(env).__name__} does not have; "
+                         f"use some of {list(env.possible_agents)}")
     scripted: Mapping[str, Scripted] = {a: Opponent(policy.opponent) for a in env.possible_agents
                                         if a not in llm_agents}
     ep = MultiAgentEpisode(env, {a: chat for a in llm_agents}, cfg, seed=seed, scripted=scripted)

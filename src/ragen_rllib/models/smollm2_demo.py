@@ -31,6 +31,7 @@ class WarmRecipe:
         sides: turn-based multi-agent envs: the agents the model plays, cycled over the games (see
             :class:`~ragen_rllib.models.warm_start.WarmStartConfig`); None for single-agent envs.
         opponent: multi-agent envs: the fixed-pool opponent of the agents the model does not play.
+        agent_noise: multi-agent envs: noise per agent, overriding ``noise`` for the agents it names.
     """
 
     tag: str
@@ -41,6 +42,7 @@ class WarmRecipe:
     agent: dict | None = None
     sides: tuple[tuple[str, ...], ...] | None = None
     opponent: str = "random"
+    agent_noise: dict[str, float] | None = None
 
 
 #: env -> its warm start: one epoch, so the format is learnt and the play is not (room left for RL)
@@ -57,11 +59,13 @@ RECIPES = {
                             episodes=256, epochs=1, noise=0.5, sides=(("x",),), opponent="random",
                             agent={"enable_think": False, "max_response_tokens": 8, "max_turns": 5,
                                    "max_model_len": 1024}),
-    # a cooperative pair: the model plays both the Countdown solver and its verifier (two numbers of 1-9), half the
-    # moves random (a random expression of the numbers; a random verdict)
+    # a cooperative pair: the model plays both the Countdown solver and its verifier (two numbers of 1-9); half the
+    # solver's proposals are random expressions of the numbers, the verifier always gives the oracle's verdict (with
+    # random verdicts too, the warm verifier accepted ~98% of first proposals and got no gradient in RL)
     "solver_verifier": WarmRecipe("ragen_rllib.envs.solver_verifier:SolverVerifierEnv",
                                   {"num_numbers": 2, "max_number": 9, "max_target": 20, "max_rounds": 2},
                                   episodes=256, epochs=1, noise=0.5, sides=None, opponent="oracle",
+                                  agent_noise={"verifier": 0.0},
                                   agent={"enable_think": False, "max_response_tokens": 16, "max_turns": 3,
                                          "max_model_len": 1024}),
 }
@@ -73,7 +77,9 @@ def smollm2_model_path(root: str | Path, env: str) -> Path:
 
     recipe = _recipe(env)
     precision = "bf16" if resolve_autocast("auto", "cpu") is not None else "fp32"
-    return Path(root) / "demo" / f"smollm2-{env}-{recipe.episodes}x{recipe.epochs}ep-noise{recipe.noise:g}-{precision}"
+    per_agent = "".join(f"-{agent}{noise:g}" for agent, noise in sorted((recipe.agent_noise or {}).items()))
+    name = f"smollm2-{env}-{recipe.episodes}x{recipe.epochs}ep-noise{recipe.noise:g}{per_agent}-{precision}"
+    return Path(root) / "demo" / name
 
 
 def smollm2_model(root: str | Path, env: str, build: bool = True, log: Callable[[str], None] = print) -> Path:
@@ -119,7 +125,8 @@ def build_smollm2_model(root: str | Path, env: str, log: Callable[[str], None] =
                                              episodes_per_env=recipe.episodes,
                                              epochs=recipe.epochs, noise=recipe.noise,
                                              agent=AgentConfig.from_dict(recipe.agent or AGENT),
-                                             sides=recipe.sides, opponent=recipe.opponent),
+                                             sides=recipe.sides, opponent=recipe.opponent,
+                                             agent_noise=recipe.agent_noise),
                         evaluate=False, base_model=BASE)
     shutil.rmtree(path, ignore_errors=True)
     tmp.rename(path)  # complete or absent: an interrupted build is not mistaken for a model

@@ -56,6 +56,7 @@ class WarmStartConfig:
         sides: multi-agent envs: the agents the model plays in each demonstration game, cycled (None: every
             agent, self-play); the acceptance rollout plays the first side's first agent.
         opponent: multi-agent envs: the fixed opponent (``env.opponent_action``) of the agents it does not play.
+        agent_noise: multi-agent envs: noise per agent, overriding ``noise`` for the agents it names.
     """
 
     envs: tuple[str, ...] = ("FrozenLake",)
@@ -74,6 +75,7 @@ class WarmStartConfig:
     agent: AgentConfig = field(default_factory=AgentConfig)
     sides: tuple[tuple[str, ...], ...] | None = None
     opponent: str = "random"
+    agent_noise: dict[str, float] | None = None
 
     DEFAULT_EPISODES = 640  # per env (small preset: ~4 min of SFT on 2 CPU cores)
     DEFAULT_EPOCHS = 2
@@ -165,7 +167,8 @@ def warm_start(model_dir: str | Path, cfg: WarmStartConfig, evaluate: bool = Tru
     for env_id in (e for e in env_ids if _multi_agent(e)):
         games = list(multi_agent_demonstrations(
             lambda env_id=env_id: make_env(env_id, env_configs[env_id]), chat, cfg.agent,
-            MultiAgentDemoPolicy(noise=cfg.noise, sides=cfg.sides, opponent=cfg.opponent), cfg.episodes_per_env,
+            MultiAgentDemoPolicy(noise=cfg.noise, agent_noise=cfg.agent_noise, sides=cfg.sides,
+                                 opponent=cfg.opponent), cfg.episodes_per_env,
             cfg.seed))
         episodes += games
         samples += demo_samples(games)
