@@ -75,7 +75,7 @@ def warm_model(args) -> Path:
         build_model("small", path, seed=0)
         cfg = WarmStartConfig(envs=(ENV,), env_configs={ENV: r.env_config}, episodes_per_env=args.demo_games,
                               epochs=args.epochs, noise=r.noise, agent_noise=r.agent_noise, sides=r.sides,
-                              opponent=r.opponent,
+                              opponent=r.opponent, warmup_steps=r.warmup_steps,
                               agent=AgentConfig.from_dict(r.agent), eval_episodes=32, eval_env_config=r.env_config,
                               eval_temperature=0.5)
         print(warm_start(path, cfg).summary(), flush=True)

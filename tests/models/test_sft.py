@@ -5,7 +5,7 @@ from transformers import AutoModelForCausalLM
 
 from ragen_rllib.logprobs import gather_token_logprobs
 from ragen_rllib.models import tiny
-from ragen_rllib.models.sft import length_buckets, pad_batch, sft_train, token_logprobs
+from ragen_rllib.models.sft import length_buckets, lr_factor, pad_batch, sft_train, token_logprobs
 
 
 def test_pad_batch_and_buckets():
@@ -17,6 +17,31 @@ def test_pad_batch_and_buckets():
     batches = length_buckets(lengths, 3, np.random.default_rng(0))
     assert sorted(i for b in batches for i in b) == list(range(6))
     assert sorted(sorted(lengths[i] for i in b) for b in batches) == [[1, 2, 3], [48, 49, 50]]
+
+
+def test_lr_factor_warms_up_linearly_then_decays_by_cosine():
+    assert [lr_factor(k, 4) for k in range(4)] == pytest.approx([1.0, 0.5 * (1 + np.cos(np.pi / 4)), 0.5,
+                                                                 0.5 * (1 + np.cos(3 * np.pi / 4))])
+    # 2 warm-up steps of 6: 1/2, 1, then cosine over the remaining 4 steps from the peak
+    assert [lr_factor(k, 6, 2) for k in range(6)] == pytest.approx([0.5, 1.0, 1.0, 0.5 * (1 + np.cos(np.pi / 4)),
+                                                                    0.5, 0.5 * (1 + np.cos(3 * np.pi / 4))])
+
+
+def test_sft_warmup_reaches_the_optimizer(monkeypatch):
+    """sft_train's scheduler follows lr_factor with the warm-up it is given."""
+    seen = []
+    step = torch.optim.AdamW.step
+
+    def record(self, *a, **k):
+        seen.append(self.param_groups[0]["lr"])
+        return step(self, *a, **k)
+
+    monkeypatch.setattr(torch.optim.AdamW, "step", record)
+    model = AutoModelForCausalLM.from_pretrained(tiny.tiny_model_path("nano"))
+    sample = {"input_ids": [3, 4, 5, 6], "loss_mask": [0, 0, 1, 1]}
+    sft_train(model, [sample] * 8, pad_id=0, lr=1e-3, batch_size=2, epochs=1, progress=False, warmup_steps=2)
+    assert seen == pytest.approx([1e-3 * lr_factor(k, 4, 2) for k in range(4)])
+    assert seen[0] == pytest.approx(5e-4)
 
 
 def test_sft_log_probs_take_the_chunked_path_with_equal_results():

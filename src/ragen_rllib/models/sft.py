@@ -35,6 +35,14 @@ def length_buckets(lengths: Sequence[int], batch_size: int, rng: np.random.Gener
     return batches
 
 
+def lr_factor(step: int, total: int, warmup_steps: int = 0) -> float:
+    """The share of the peak learning rate at optimizer step ``step`` (0-based) of ``total``: linear warm-up over
+    ``warmup_steps`` (step k gets (k + 1) / warmup_steps), then cosine decay from 1 towards 0 over the rest."""
+    if step < warmup_steps:
+        return (step + 1) / warmup_steps
+    return 0.5 * (1 + float(np.cos(np.pi * (step - warmup_steps) / max(total - warmup_steps, 1))))
+
+
 def sft_train(
     model: torch.nn.Module,
     samples: Sequence[dict],
@@ -48,11 +56,14 @@ def sft_train(
     seed: int = 0,
     progress: bool = True,
     autocast: str | None = "auto",
+    warmup_steps: int = 0,
 ) -> list[float]:
     """Train ``model`` on the samples' masked tokens; returns the loss of every step.
 
     Each sample is ``{"input_ids": list[int], "loss_mask": list[int]}``; the loss is the mean negative
-    log-likelihood of the tokens where ``loss_mask`` is 1 (assistant tokens). Cosine learning-rate decay.
+    log-likelihood of the tokens where ``loss_mask`` is 1 (assistant tokens). Cosine learning-rate decay after
+    ``warmup_steps`` of linear warm-up (:func:`lr_factor`). Without warm-up, AdamW's first full-rate steps can push
+    a rare answer token (a verifier's ``reject``) further down instead of towards its share of the data.
     ``autocast`` (``"auto"`` | ``"bfloat16"`` | None/``"none"``) is resolved on the model's device by
     :func:`ragen_rllib.precision.resolve_autocast`: the forward pass runs under bfloat16 autocast only where bf16
     is fast (CUDA with bf16, CPUs with AVX512-BF16/AMX: ~2-3x faster); weights and optimizer stay fp32.
@@ -69,7 +80,7 @@ def sft_train(
     lengths = [len(s["input_ids"]) for s in samples]
     plan = [b for _ in range(epochs) for b in length_buckets(lengths, batch_size, rng)]
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda step: 0.5 * (1 + np.cos(np.pi * step / len(plan))))
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda step: lr_factor(step, len(plan), warmup_steps))
     model.train()
     losses: list[float] = []
     bar = tqdm(plan, desc="warm start", unit="batch", disable=not progress)

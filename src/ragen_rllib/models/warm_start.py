@@ -57,6 +57,7 @@ class WarmStartConfig:
             agent, self-play); the acceptance rollout plays the first side's first agent.
         opponent: multi-agent envs: the fixed opponent (``env.opponent_action``) of the agents it does not play.
         agent_noise: multi-agent envs: noise per agent, overriding ``noise`` for the agents it names.
+        warmup_steps: SFT steps of linear learning-rate warm-up before the cosine decay (0: none).
     """
 
     envs: tuple[str, ...] = ("FrozenLake",)
@@ -76,6 +77,7 @@ class WarmStartConfig:
     sides: tuple[tuple[str, ...], ...] | None = None
     opponent: str = "random"
     agent_noise: dict[str, float] | None = None
+    warmup_steps: int = 0
 
     DEFAULT_EPISODES = 640  # per env (small preset: ~4 min of SFT on 2 CPU cores)
     DEFAULT_EPOCHS = 2
@@ -177,7 +179,7 @@ def warm_start(model_dir: str | Path, cfg: WarmStartConfig, evaluate: bool = Tru
     precision = "bfloat16" if amp is not None else "float32"
     start = time.perf_counter()
     losses = sft_train(model, samples, pad_id=tokenizer.pad_token_id, lr=cfg.lr, epochs=cfg.epochs,
-                       batch_size=cfg.batch_size, seed=cfg.seed, progress=progress,
+                       batch_size=cfg.batch_size, seed=cfg.seed, progress=progress, warmup_steps=cfg.warmup_steps,
                        autocast="bfloat16" if amp is not None else None)
     report = WarmStartReport(
         envs=env_ids, demo_episodes=len(episodes), samples=len(samples),
