@@ -62,8 +62,7 @@ def sft_train(
 
     Each sample is ``{"input_ids": list[int], "loss_mask": list[int]}``; the loss is the mean negative
     log-likelihood of the tokens where ``loss_mask`` is 1 (assistant tokens). Cosine learning-rate decay after
-    ``warmup_steps`` of linear warm-up (:func:`lr_factor`). Without warm-up, AdamW's first full-rate steps can push
-    a rare answer token (a verifier's ``reject``) further down instead of towards its share of the data.
+    ``warmup_steps`` of linear warm-up (:func:`lr_factor`; 0: decay from the first step).
     ``autocast`` (``"auto"`` | ``"bfloat16"`` | None/``"none"``) is resolved on the model's device by
     :func:`ragen_rllib.precision.resolve_autocast`: the forward pass runs under bfloat16 autocast only where bf16
     is fast (CUDA with bf16, CPUs with AVX512-BF16/AMX: ~2-3x faster); weights and optimizer stay fp32.

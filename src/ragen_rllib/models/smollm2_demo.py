@@ -63,13 +63,13 @@ RECIPES = {
                                    "max_model_len": 1024}),
     # a cooperative pair: the model plays both the Countdown solver and its verifier (two numbers of 1-9); half the
     # solver's proposals are random expressions of the numbers, the verifier always gives the oracle's verdict (with
-    # random verdicts too, the warm verifier accepted ~98% of first proposals and got no gradient in RL). Without
-    # warm-up, SFT drove p(accept) from the base model's 0.72 to 0.98-0.99 for right and wrong proposals alike
-    # (at lr 2e-5 and 1e-4), although the demonstrations reject 37% of first proposals: a quarter of the steps warm up
+    # random verdicts too, the warm verifier accepted ~98% of first proposals and got no gradient in RL). Open
+    # problem: SFT still drives p(accept) from the base model's 0.72 to 0.99 for right and wrong proposals alike,
+    # although these demonstrations reject 37% of the proposals (the same at lr 1e-4 and with 32 warm-up steps)
     "solver_verifier": WarmRecipe("ragen_rllib.envs.solver_verifier:SolverVerifierEnv",
                                   {"num_numbers": 2, "max_number": 9, "max_target": 20, "max_rounds": 2},
                                   episodes=256, epochs=1, noise=0.5, sides=None, opponent="oracle",
-                                  agent_noise={"verifier": 0.0}, warmup_steps=32,
+                                  agent_noise={"verifier": 0.0},
                                   agent={"enable_think": False, "max_response_tokens": 16, "max_turns": 3,
                                          "max_model_len": 1024}),
 }
