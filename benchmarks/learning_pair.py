@@ -67,15 +67,14 @@ def warm_model(args) -> Path:
     from ragen_rllib.models.warm_start import REPORT_FILE, WarmStartConfig, warm_start
 
     r = recipe()
-    per_agent = "".join(f"-{agent}{noise:g}" for agent, noise in sorted((r.agent_noise or {}).items()))
-    name = f"small-pair-{args.demo_games}x{args.epochs}ep-noise{r.noise:g}{per_agent}"
+    name = f"small-pair-{args.demo_games}x{args.epochs}ep-noise{r.noise:g}{r.variant()}"
     path = ROOT / ".cache" / "bench" / name
     if not (path / REPORT_FILE).exists():
         print(f"[pair] warm-starting the small model into {path} (once)", flush=True)
         build_model("small", path, seed=0)
         cfg = WarmStartConfig(envs=(ENV,), env_configs={ENV: r.env_config}, episodes_per_env=args.demo_games,
                               epochs=args.epochs, noise=r.noise, agent_noise=r.agent_noise, sides=r.sides,
-                              opponent=r.opponent, warmup_steps=r.warmup_steps,
+                              opponent=r.opponent, warmup_steps=r.warmup_steps, batching=r.batching,
                               agent=AgentConfig.from_dict(r.agent), eval_episodes=32, eval_env_config=r.env_config,
                               eval_temperature=0.5)
         print(warm_start(path, cfg).summary(), flush=True)

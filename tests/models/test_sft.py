@@ -5,7 +5,8 @@ from transformers import AutoModelForCausalLM
 
 from ragen_rllib.logprobs import gather_token_logprobs
 from ragen_rllib.models import tiny
-from ragen_rllib.models.sft import length_buckets, lr_factor, pad_batch, sft_train, token_logprobs
+from ragen_rllib.models.sft import length_buckets, lr_factor, pad_batch, plan_batches, sft_train, token_logprobs
+from ragen_rllib.models.warm_start import WarmStartConfig
 
 
 def test_pad_batch_and_buckets():
@@ -17,6 +18,27 @@ def test_pad_batch_and_buckets():
     batches = length_buckets(lengths, 3, np.random.default_rng(0))
     assert sorted(i for b in batches for i in b) == list(range(6))
     assert sorted(sorted(lengths[i] for i in b) for b in batches) == [[1, 2, 3], [48, 49, 50]]
+
+
+def test_random_batches_mix_lengths_that_length_batches_keep_apart():
+    """Where length goes with the target (8 short samples, 8 long ones), length batches are pure and random
+    batches mix them; both cover every sample once per epoch, and "length" is the old plan, draw for draw."""
+    lengths = [10] * 8 + [40] * 8
+    by_length = plan_batches(lengths, 4, 2, "length", np.random.default_rng(0))
+    rng = np.random.default_rng(0)
+    assert by_length == length_buckets(lengths, 4, rng) + length_buckets(lengths, 4, rng)
+    assert all(len({lengths[i] for i in b}) == 1 for b in by_length)
+    mixed = plan_batches(lengths, 4, 2, "random", np.random.default_rng(0))
+    for epoch in (mixed[:4], mixed[4:]):
+        assert sorted(i for b in epoch for i in b) == list(range(16))
+    assert sum(len({lengths[i] for i in b}) == 2 for b in mixed) >= 4
+
+
+def test_an_unknown_batching_is_refused_with_the_choices():
+    with pytest.raises(ValueError, match="batching='shuffled'.*'length'.*'random'"):
+        plan_batches([1, 2], 1, 1, "shuffled", np.random.default_rng(0))
+    with pytest.raises(ValueError, match="WarmStartConfig.batching='shuffled'"):
+        WarmStartConfig(batching="shuffled")
 
 
 def test_lr_factor_warms_up_linearly_then_decays_by_cosine():

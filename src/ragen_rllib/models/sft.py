@@ -35,6 +35,30 @@ def length_buckets(lengths: Sequence[int], batch_size: int, rng: np.random.Gener
     return batches
 
 
+def random_batches(n: int, batch_size: int, rng: np.random.Generator) -> list[list[int]]:
+    """Batches of sample indices drawn uniformly (a random permutation, cut into ``batch_size`` pieces)."""
+    order = rng.permutation(n)
+    return [order[i : i + batch_size].tolist() for i in range(0, n, batch_size)]
+
+
+#: how sft_train groups samples into optimizer steps
+BATCHING = ("length", "random")
+
+
+def plan_batches(lengths: Sequence[int], batch_size: int, epochs: int, batching: str,
+                 rng: np.random.Generator) -> list[list[int]]:
+    """Every epoch's batches of sample indices, in order. ``batching``: ``"length"`` (:func:`length_buckets`:
+    little padding, but a batch holds samples of one length, so where length goes with the target (a game that
+    ends at its first verdict always ends on ``accept``) a batch's targets are alike) or ``"random"``
+    (:func:`random_batches`: each batch a uniform draw, more padding)."""
+    if batching not in BATCHING:
+        raise ValueError(f"batching={batching!r} is not one of {BATCHING}: 'length' groups samples of similar "
+                         "length (less padding), 'random' draws each batch uniformly")
+    if batching == "length":
+        return [b for _ in range(epochs) for b in length_buckets(lengths, batch_size, rng)]
+    return [b for _ in range(epochs) for b in random_batches(len(lengths), batch_size, rng)]
+
+
 def lr_factor(step: int, total: int, warmup_steps: int = 0) -> float:
     """The share of the peak learning rate at optimizer step ``step`` (0-based) of ``total``: linear warm-up over
     ``warmup_steps`` (step k gets (k + 1) / warmup_steps), then cosine decay from 1 towards 0 over the rest."""
@@ -57,12 +81,14 @@ def sft_train(
     progress: bool = True,
     autocast: str | None = "auto",
     warmup_steps: int = 0,
+    batching: str = "length",
 ) -> list[float]:
     """Train ``model`` on the samples' masked tokens; returns the loss of every step.
 
     Each sample is ``{"input_ids": list[int], "loss_mask": list[int]}``; the loss is the mean negative
     log-likelihood of the tokens where ``loss_mask`` is 1 (assistant tokens). Cosine learning-rate decay after
-    ``warmup_steps`` of linear warm-up (:func:`lr_factor`; 0: decay from the first step).
+    ``warmup_steps`` of linear warm-up (:func:`lr_factor`; 0: decay from the first step). ``batching``: how
+    samples are grouped into steps (:func:`plan_batches`: ``"length"`` or ``"random"``).
     ``autocast`` (``"auto"`` | ``"bfloat16"`` | None/``"none"``) is resolved on the model's device by
     :func:`ragen_rllib.precision.resolve_autocast`: the forward pass runs under bfloat16 autocast only where bf16
     is fast (CUDA with bf16, CPUs with AVX512-BF16/AMX: ~2-3x faster); weights and optimizer stay fp32.
@@ -76,8 +102,7 @@ def sft_train(
 
     rng = np.random.default_rng(seed)
     torch.manual_seed(seed)
-    lengths = [len(s["input_ids"]) for s in samples]
-    plan = [b for _ in range(epochs) for b in length_buckets(lengths, batch_size, rng)]
+    plan = plan_batches([len(s["input_ids"]) for s in samples], batch_size, epochs, batching, rng)
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda step: lr_factor(step, len(plan), warmup_steps))
     model.train()

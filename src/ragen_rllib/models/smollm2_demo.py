@@ -33,6 +33,7 @@ class WarmRecipe:
         opponent: multi-agent envs: the fixed-pool opponent of the agents the model does not play.
         agent_noise: multi-agent envs: noise per agent, overriding ``noise`` for the agents it names.
         warmup_steps: SFT steps of linear learning-rate warm-up (0: none).
+        batching: how SFT groups samples into steps (``WarmStartConfig.batching``: ``"length"`` or ``"random"``).
     """
 
     tag: str
@@ -45,6 +46,15 @@ class WarmRecipe:
     opponent: str = "random"
     agent_noise: dict[str, float] | None = None
     warmup_steps: int = 0
+    batching: str = "length"
+
+    def variant(self) -> str:
+        """The part of a warm start's directory name that names the settings beyond episodes, epochs and noise
+        (per-agent noise, warm-up, batching); empty with their defaults, so older directories keep their names."""
+        per_agent = "".join(f"-{agent}{noise:g}" for agent, noise in sorted((self.agent_noise or {}).items()))
+        warmup = f"-wu{self.warmup_steps}" if self.warmup_steps else ""
+        batching = "" if self.batching == "length" else f"-{self.batching}batch"
+        return per_agent + warmup + batching
 
 
 #: env -> its warm start: one epoch, so the format is learnt and the play is not (room left for RL)
@@ -62,14 +72,13 @@ RECIPES = {
                             agent={"enable_think": False, "max_response_tokens": 8, "max_turns": 5,
                                    "max_model_len": 1024}),
     # a cooperative pair: the model plays both the Countdown solver and its verifier (two numbers of 1-9); half the
-    # solver's proposals are random expressions of the numbers, the verifier always gives the oracle's verdict (with
-    # random verdicts too, the warm verifier accepted ~98% of first proposals and got no gradient in RL). Open
-    # problem: SFT still drives p(accept) from the base model's 0.72 to 0.99 for right and wrong proposals alike,
-    # although these demonstrations reject 37% of the proposals (the same at lr 1e-4 and with 32 warm-up steps)
+    # solver's proposals are random expressions of the numbers, the verifier always gives the oracle's verdict.
+    # Random batches: a verifier transcript that ends at its first verdict always ends on accept, so length batches
+    # held only accepts or mostly rejects, and SFT drove p(accept) to 0.99 for right and wrong proposals alike
     "solver_verifier": WarmRecipe("ragen_rllib.envs.solver_verifier:SolverVerifierEnv",
                                   {"num_numbers": 2, "max_number": 9, "max_target": 20, "max_rounds": 2},
                                   episodes=256, epochs=1, noise=0.5, sides=None, opponent="oracle",
-                                  agent_noise={"verifier": 0.0},
+                                  agent_noise={"verifier": 0.0}, batching="random",
                                   agent={"enable_think": False, "max_response_tokens": 16, "max_turns": 3,
                                          "max_model_len": 1024}),
 }
@@ -81,9 +90,7 @@ def smollm2_model_path(root: str | Path, env: str) -> Path:
 
     recipe = _recipe(env)
     precision = "bf16" if resolve_autocast("auto", "cpu") is not None else "fp32"
-    per_agent = "".join(f"-{agent}{noise:g}" for agent, noise in sorted((recipe.agent_noise or {}).items()))
-    warmup = f"-wu{recipe.warmup_steps}" if recipe.warmup_steps else ""
-    name = f"smollm2-{env}-{recipe.episodes}x{recipe.epochs}ep-noise{recipe.noise:g}{per_agent}{warmup}-{precision}"
+    name = f"smollm2-{env}-{recipe.episodes}x{recipe.epochs}ep-noise{recipe.noise:g}{recipe.variant()}-{precision}"
     return Path(root) / "demo" / name
 
 
@@ -132,7 +139,7 @@ def build_smollm2_model(root: str | Path, env: str, log: Callable[[str], None] =
                                              agent=AgentConfig.from_dict(recipe.agent or AGENT),
                                              sides=recipe.sides, opponent=recipe.opponent,
                                              agent_noise=recipe.agent_noise,
-                                             warmup_steps=recipe.warmup_steps),
+                                             warmup_steps=recipe.warmup_steps, batching=recipe.batching),
                         evaluate=False, base_model=BASE)
     shutil.rmtree(path, ignore_errors=True)
     tmp.rename(path)  # complete or absent: an interrupted build is not mistaken for a model

@@ -58,6 +58,9 @@ class WarmStartConfig:
         opponent: multi-agent envs: the fixed opponent (``env.opponent_action``) of the agents it does not play.
         agent_noise: multi-agent envs: noise per agent, overriding ``noise`` for the agents it names.
         warmup_steps: SFT steps of linear learning-rate warm-up before the cosine decay (0: none).
+        batching: how SFT groups samples into steps: ``"length"`` (similar lengths, little padding) or
+            ``"random"`` (uniform draws; where a sample's length goes with its target, as with a verdict that ends
+            a game, length batches give steps whose targets are alike; see :func:`ragen_rllib.models.sft.plan_batches`).
     """
 
     envs: tuple[str, ...] = ("FrozenLake",)
@@ -78,6 +81,7 @@ class WarmStartConfig:
     opponent: str = "random"
     agent_noise: dict[str, float] | None = None
     warmup_steps: int = 0
+    batching: str = "length"
 
     DEFAULT_EPISODES = 640  # per env (small preset: ~4 min of SFT on 2 CPU cores)
     DEFAULT_EPOCHS = 2
@@ -87,9 +91,13 @@ class WarmStartConfig:
     BATCH_PRETRAINED = 4
 
     def __post_init__(self) -> None:
+        from ragen_rllib.models.sft import BATCHING
         from ragen_rllib.precision import validate_autocast
 
         validate_autocast(self.autocast, "WarmStartConfig.autocast")
+        if self.batching not in BATCHING:
+            raise ValueError(f"WarmStartConfig.batching={self.batching!r} is not one of {BATCHING}: 'length' groups "
+                             "samples of similar length (less padding), 'random' draws each batch uniformly")
 
     def resolved(self, pretrained: bool = False) -> WarmStartConfig:
         """Every None replaced by its default (``pretrained``: the model was not built from scratch)."""
@@ -180,6 +188,7 @@ def warm_start(model_dir: str | Path, cfg: WarmStartConfig, evaluate: bool = Tru
     start = time.perf_counter()
     losses = sft_train(model, samples, pad_id=tokenizer.pad_token_id, lr=cfg.lr, epochs=cfg.epochs,
                        batch_size=cfg.batch_size, seed=cfg.seed, progress=progress, warmup_steps=cfg.warmup_steps,
+                       batching=cfg.batching,
                        autocast="bfloat16" if amp is not None else None)
     report = WarmStartReport(
         envs=env_ids, demo_episodes=len(episodes), samples=len(samples),
