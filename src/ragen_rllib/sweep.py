@@ -141,6 +141,7 @@ def sweep(config_path: str | Path | None, overrides: list[str], resume: str | Pa
     from ragen_rllib.ray_init import joins_cluster
     from ragen_rllib.resources import check_cluster
     from ragen_rllib.sweep_space import apply_param_space, make_scheduler
+    from ragen_rllib.sweep_state import mend_experiment_state, ray_temp_dir
     from ragen_rllib.training_run import (
         absolute_model,
         experiment_location,
@@ -178,6 +179,8 @@ def sweep(config_path: str | Path | None, overrides: list[str], resume: str | Pa
     start_ray(ray_kwargs, loggers, out, log)
     check_cluster(sample, joins_cluster(ray_kwargs), log)
     if resume is not None:
+        if "://" not in storage:  # a local or shared directory: a kill may have truncated Tune's state there
+            mend_experiment_state(Path(storage) / name, ray_temp_dir(ray_kwargs), log)
         tuner = tune.Tuner.restore(f"{storage}/{name}", trainable=Ragen, resume_unfinished=True,
                                    resume_errored=True)
         log(f"resuming {storage}/{name}")
