@@ -19,7 +19,7 @@ LAYERS = [
     {"runner"},  # the RLlib env runner
     {"algorithms"},  # the RLlib algorithm, learner, module
     {"__init__"},  # the public API: RagenConfig, Ragen, init_ray
-    {"evaluation", "sweep_space"},
+    {"evaluation", "sweep_space", "sweep_state"},
     {"resources"},
     {"training_run"},
     {"sweep"},
