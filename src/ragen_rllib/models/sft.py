@@ -45,15 +45,20 @@ def random_batches(n: int, batch_size: int, rng: np.random.Generator) -> list[li
 BATCHING = ("length", "random")
 
 
+def validate_batching(batching: str, key: str = "batching") -> None:
+    """ValueError naming ``key``, the value and the choices unless ``batching`` is one of ``BATCHING``."""
+    if batching not in BATCHING:
+        raise ValueError(f"{key}={batching!r} is not one of {BATCHING}: 'length' groups samples of similar "
+                         "length (less padding), 'random' draws each batch uniformly")
+
+
 def plan_batches(lengths: Sequence[int], batch_size: int, epochs: int, batching: str,
                  rng: np.random.Generator) -> list[list[int]]:
     """Every epoch's batches of sample indices, in order. ``batching``: ``"length"`` (:func:`length_buckets`:
     little padding, but a batch holds samples of one length, so where length goes with the target (a game that
     ends at its first verdict always ends on ``accept``) a batch's targets are alike) or ``"random"``
     (:func:`random_batches`: each batch a uniform draw, more padding)."""
-    if batching not in BATCHING:
-        raise ValueError(f"batching={batching!r} is not one of {BATCHING}: 'length' groups samples of similar "
-                         "length (less padding), 'random' draws each batch uniformly")
+    validate_batching(batching)
     if batching == "length":
         return [b for _ in range(epochs) for b in length_buckets(lengths, batch_size, rng)]
     return [b for _ in range(epochs) for b in random_batches(len(lengths), batch_size, rng)]

@@ -91,13 +91,11 @@ class WarmStartConfig:
     BATCH_PRETRAINED = 4
 
     def __post_init__(self) -> None:
-        from ragen_rllib.models.sft import BATCHING
+        from ragen_rllib.models.sft import validate_batching
         from ragen_rllib.precision import validate_autocast
 
         validate_autocast(self.autocast, "WarmStartConfig.autocast")
-        if self.batching not in BATCHING:
-            raise ValueError(f"WarmStartConfig.batching={self.batching!r} is not one of {BATCHING}: 'length' groups "
-                             "samples of similar length (less padding), 'random' draws each batch uniformly")
+        validate_batching(self.batching, "WarmStartConfig.batching")
 
     def resolved(self, pretrained: bool = False) -> WarmStartConfig:
         """Every None replaced by its default (``pretrained``: the model was not built from scratch)."""
