@@ -2,9 +2,10 @@
 verifier, each its own RL module (its own weights, engine and learner update), over 3 seeds.
 
 What it measures: the model (``--model``) is warm-started once on noisy-oracle games of ``SolverVerifierEnv`` in
-which it plays both roles: half the solver's proposals are the env's random move (a random expression of the
-numbers), the verifier always gives the oracle's verdict. So it learns both answer formats with room left to learn
-(the warm verifier's judgement of a correct and a wrong proposal is probed and recorded): ``smollm2``
+which it plays both roles: half of each role's moves are the env's random ones (a random expression of the numbers;
+a random verdict), the others the oracle's. The verifier sees the proposal's value (``show_value``). So the model
+learns both answer formats with room left to learn (the warm verifier's judgement of a correct and a wrong proposal
+is probed and recorded): ``smollm2``
 (SmolLM2-135M-Instruct, offline; ``models.smollm2_demo.RECIPES["solver_verifier"]``, cached under .cache/demo/) or
 ``small`` (the small tiny model built from scratch, cached under .cache/bench/). Then for each seed: RLlib training
 with ``agent_to_module={"solver": "solver", "verifier": "verifier"}`` (two RL modules, both starting from the warm
@@ -171,7 +172,8 @@ def run(model: Path, seed: int, before: dict, args) -> dict:
             r = result["env_runners"]
             keys = ("solver/success_rate", "solver/action_valid_rate", "verifier/action_valid_rate",
                     "solver/turns_mean")
-            curve.append({**learner_stats(result), **{k: r.get(k) for k in keys}})
+            curve.append({**learner_stats(result), **{k: r.get(k) for k in keys},
+                          "seconds": result.get("time_this_iter_s")})
             print(f"[pair] seed {seed} iter {len(curve)}: " + ", ".join(
                 f"{k} {v:.2f}" for k, v in curve[-1].items() if v is not None), flush=True)
         train_seconds = time.perf_counter() - start

@@ -2,6 +2,8 @@
 and infos, invalid actions, forfeits, truncation, the dead-step loop; tic-tac-toe's minimax; the cooperative
 solver/verifier pair."""
 
+from fractions import Fraction
+
 import numpy as np
 import pytest
 from pettingzoo import AECEnv
@@ -126,6 +128,22 @@ def test_accepting_a_wrong_answer_fails_the_team_and_rejections_run_out():
     env.step(env.oracle_action(SOLVER))
     env.step("reject")
     assert all(env.terminations.values()) and not env.infos[VERIFIER]["success"]
+
+
+def test_show_value_gives_the_verifier_the_evaluated_proposal_and_the_solver_nothing():
+    env = SolverVerifierEnv(num_numbers=2, max_number=9, max_target=20, show_value=True)
+    env.reset(seed=1)
+    a, b = env.game.numbers
+    env.step(f"{a} / {b} + {b}")
+    assert env.observe(VERIFIER).endswith(f"The solver proposes: {a} / {b} + {b}\nIts value: {Fraction(a, b) + b}")
+    env.step("reject")
+    assert "value" not in env.observe(SOLVER).lower()
+    plain = SolverVerifierEnv(num_numbers=2, max_number=9, max_target=20)
+    plain.reset(seed=1)
+    plain.step(f"{a} / {b} + {b}")
+    assert "Its value" not in plain.observe(VERIFIER)
+    with pytest.raises(ValueError, match="env_config\\['show_value'\\] = 'yes' is invalid"):
+        SolverVerifierEnv(show_value="yes")
 
 
 def test_random_actions_are_well_formed_moves_that_vary():

@@ -16,23 +16,26 @@ def test_the_path_names_the_recipe_and_the_precision(monkeypatch, tmp_path, bf16
         tmp_path / "demo" / f"smollm2-sokoban-{r.episodes}x{r.epochs}ep-noise{r.noise:g}-{tag}")
 
 
-def test_the_path_names_per_agent_noise_the_warmup_and_the_batching(monkeypatch, tmp_path):
-    """Recipes that differ only in per-agent noise, SFT warm-up or batching must not share a cached model."""
+def test_the_path_names_switched_on_env_options_per_agent_noise_the_warmup_and_the_batching(monkeypatch, tmp_path):
+    """Recipes that differ only in a switched-on env option, per-agent noise, SFT warm-up or batching must not share
+    a cached model."""
     from dataclasses import replace
 
     from ragen_rllib.models import smollm2_demo
 
     monkeypatch.setattr(precision, "cpu_has_bf16_units", lambda: False)
     base = replace(RECIPES["solver_verifier"], episodes=256, epochs=1, noise=0.5, agent_noise=None, warmup_steps=0,
-                   batching="length")
+                   batching="length", env_config={"num_numbers": 2, "max_rounds": 2, "show_value": False})
     tuned = replace(base, agent_noise={"verifier": 0.0, "solver": 0.25}, warmup_steps=32)
     names = []
-    for recipe in (base, tuned, replace(base, batching="random")):
+    shown = replace(base, env_config={**base.env_config, "show_value": True, "max_rounds": 2})
+    for recipe in (base, tuned, replace(base, batching="random"), shown):
         monkeypatch.setitem(smollm2_demo.RECIPES, "solver_verifier", recipe)
         names.append(smollm2_model_path(tmp_path, "solver_verifier").name)
     assert names == ["smollm2-solver_verifier-256x1ep-noise0.5-fp32",
                      "smollm2-solver_verifier-256x1ep-noise0.5-solver0.25-verifier0-wu32-fp32",
-                     "smollm2-solver_verifier-256x1ep-noise0.5-randombatch-fp32"]
+                     "smollm2-solver_verifier-256x1ep-noise0.5-randombatch-fp32",
+                     "smollm2-solver_verifier-256x1ep-noise0.5-showvalue-fp32"]
 
 
 def test_an_unknown_env_is_refused_with_the_choices(tmp_path):

@@ -4,7 +4,9 @@ Each round the ``solver`` sees the numbers and the target (and the verifier's ea
 expression; the ``verifier`` sees the problem and the proposal and answers ``accept`` or ``reject``. An accepted
 correct expression ends the game with reward 1 for both (joint success); an accepted wrong one ends it with 0 for
 both; a rejection starts the next round, up to ``max_rounds``. The expression is checked by the safe evaluator of
-the Countdown env (never ``eval``). Instances come from :class:`~ragen_rllib.envs.countdown.CountdownEnv`,
+the Countdown env (never ``eval``). With ``show_value`` the verifier also sees that evaluator's value of the
+proposal (a calculator it may use: it still has to compare the value with the target and check the numbers); the
+solver never sees it. Instances come from :class:`~ragen_rllib.envs.countdown.CountdownEnv`,
 seeded by the reset seed.
 """
 
@@ -39,13 +41,14 @@ class SolverVerifierEnv(TurnBasedTextEnv):
     }
 
     def __init__(self, num_numbers: int | list[int] = 3, max_number: int = 20, max_target: int = 50,
-                 max_rounds: int = 3, invalid_penalty: float = -0.1, max_invalid: int = 3,
+                 max_rounds: int = 3, invalid_penalty: float = -0.1, max_invalid: int = 3, show_value: bool = False,
                  render_mode: str | None = "ansi") -> None:
         require(isinstance(max_rounds, int) and max_rounds >= 1, "max_rounds", max_rounds, "a positive integer")
+        require(isinstance(show_value, bool), "show_value", show_value, "true or false")
         super().__init__(invalid_penalty=invalid_penalty, max_invalid=max_invalid,
                          max_moves=2 * max_rounds * max_invalid, render_mode=render_mode)
         self.game = CountdownEnv(num_numbers=num_numbers, max_number=max_number, max_target=max_target)
-        self.max_rounds = max_rounds
+        self.max_rounds, self.show_value = max_rounds, show_value
         self.proposal, self.rejected, self.round = "", [], 1
 
     def _reset_state(self, options: dict) -> None:
@@ -61,7 +64,9 @@ class SolverVerifierEnv(TurnBasedTextEnv):
             tried = "".join(f"\nRejected earlier: {p}" for p in self.rejected)
             return f"{self.problem}{tried}\nRound {self.round} of {self.max_rounds}."
         proposal = self.proposal or "(none yet)"
-        return f"{self.problem}\nThe solver proposes: {proposal}"
+        shown = self.show_value and self.proposal
+        value = f"\nIts value: {safe_eval(self.proposal, allow_decimals=False)}" if shown else ""
+        return f"{self.problem}\nThe solver proposes: {proposal}{value}"
 
     def _parse(self, agent: str, text: str):
         if agent == VERIFIER:

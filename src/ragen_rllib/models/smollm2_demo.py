@@ -50,11 +50,14 @@ class WarmRecipe:
 
     def variant(self) -> str:
         """The part of a warm start's directory name that names the settings beyond episodes, epochs and noise
-        (per-agent noise, warm-up, batching); empty with their defaults, so older directories keep their names."""
+        (env options switched on, per-agent noise, warm-up, batching); empty with their defaults, so older directories
+        keep their names."""
+        switched_on = "".join(f"-{key.replace('_', '')}" for key, value in sorted(self.env_config.items())
+                              if value is True)
         per_agent = "".join(f"-{agent}{noise:g}" for agent, noise in sorted((self.agent_noise or {}).items()))
         warmup = f"-wu{self.warmup_steps}" if self.warmup_steps else ""
         batching = "" if self.batching == "length" else f"-{self.batching}batch"
-        return per_agent + warmup + batching
+        return switched_on + per_agent + warmup + batching
 
 
 #: env -> its warm start: one epoch, so the format is learnt and the play is not (room left for RL)
@@ -71,14 +74,17 @@ RECIPES = {
                             episodes=256, epochs=1, noise=0.5, sides=(("x",),), opponent="random",
                             agent={"enable_think": False, "max_response_tokens": 8, "max_turns": 5,
                                    "max_model_len": 1024}),
-    # a cooperative pair: the model plays both the Countdown solver and its verifier (two numbers of 1-9); half the
-    # solver's proposals are random expressions of the numbers, the verifier always gives the oracle's verdict.
+    # a cooperative pair: the model plays both the Countdown solver and its verifier (two numbers of 1-9); half of
+    # each role's moves are random (the solver's: random expressions of the numbers; the verifier's: random
+    # verdicts). The verifier sees the proposal's value (show_value): without it, SmolLM2 could not tell a right
+    # proposal from a wrong one (p(accept) 0.66 / 0.66 after SFT), so RL had nothing to improve in it.
     # Random batches: a verifier transcript that ends at its first verdict always ends on accept, so length batches
     # held only accepts or mostly rejects, and SFT drove p(accept) to 0.99 for right and wrong proposals alike
     "solver_verifier": WarmRecipe("ragen_rllib.envs.solver_verifier:SolverVerifierEnv",
-                                  {"num_numbers": 2, "max_number": 9, "max_target": 20, "max_rounds": 2},
+                                  {"num_numbers": 2, "max_number": 9, "max_target": 20, "max_rounds": 2,
+                                   "show_value": True},
                                   episodes=256, epochs=1, noise=0.5, sides=None, opponent="oracle",
-                                  agent_noise={"verifier": 0.0}, batching="random",
+                                  batching="random",
                                   agent={"enable_think": False, "max_response_tokens": 16, "max_turns": 3,
                                          "max_model_len": 1024}),
 }
