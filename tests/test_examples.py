@@ -40,7 +40,7 @@ def background_runs(request, tmp_path_factory):
     for name in dict.fromkeys(selected):
         tmp = tmp_path_factory.mktemp(name.removeprefix("test_")[:30])
         runs[name] = (pool.submit(subprocess.run, [sys.executable, *BACKGROUND[name](tmp)], cwd=ROOT,
-                                  capture_output=True, text=True, timeout=300), tmp)
+                                  capture_output=True, text=True, timeout=600), tmp)
     yield runs
     pool.shutdown(wait=True, cancel_futures=True)
 

@@ -33,7 +33,7 @@ def main(temp_dir: str) -> None:
               .rl_module(model_config={"model": "tiny:nano", "autocast": None})
               .training(adv_estimator="grpo", env_groups=2, group_size=2, minibatch_size=4, max_turns=2,
                         max_response_tokens=16, lr=1e-3, engine="hf")
-              .fault_tolerance(env_runner_health_probe_timeout_s=15)
+              .fault_tolerance(env_runner_health_probe_timeout_s=45)  # restarts on a new node: >15 s on slow CPUs
               .debugging(seed=0))
     algo = config.build_algo()
     out = {"nodes_before": node_of(algo), "second": second.node_id}
