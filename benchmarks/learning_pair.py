@@ -2,10 +2,9 @@
 verifier, each its own RL module (its own weights, engine and learner update), over 3 seeds.
 
 What it measures: the model (``--model``) is warm-started once on noisy-oracle games of ``SolverVerifierEnv`` in
-which it plays both roles: half of each role's moves are the env's random ones (a random expression of the numbers;
-a random verdict), the others the oracle's. The verifier sees the proposal's value (``show_value``). So the model
-learns both answer formats with room left to learn (the warm verifier's judgement of a correct and a wrong proposal
-is probed and recorded): ``smollm2``
+which it plays both roles: half the solver's proposals are the env's random move (a random expression of the
+numbers), the verifier always gives the oracle's verdict. So it learns both answer formats with room left to learn
+(the warm verifier's judgement of a correct and a wrong proposal is probed and recorded): ``smollm2``
 (SmolLM2-135M-Instruct, offline; ``models.smollm2_demo.RECIPES["solver_verifier"]``, cached under .cache/demo/) or
 ``small`` (the small tiny model built from scratch, cached under .cache/bench/). Then for each seed: RLlib training
 with ``agent_to_module={"solver": "solver", "verifier": "verifier"}`` (two RL modules, both starting from the warm

@@ -146,6 +146,34 @@ def test_show_value_gives_the_verifier_the_evaluated_proposal_and_the_solver_not
         SolverVerifierEnv(show_value="yes")
 
 
+def test_the_verdict_reward_pays_each_right_verdict_and_success_stays_joint():
+    def game(verdicts, proposals):
+        env = SolverVerifierEnv(max_rounds=2, verifier_reward="verdict")
+        env.reset(seed=1)
+        totals = {SOLVER: 0.0, VERIFIER: 0.0}
+        for proposal, verdict in zip(proposals, verdicts):
+            for action in (proposal(env), verdict):
+                env.step(action)
+                for agent in totals:
+                    totals[agent] += env.rewards[agent]
+        return totals, env.infos
+
+    def wrong(env):
+        return f"{env.game.numbers[0]} + 1"
+
+    # a wrong proposal rejected (paid at once), then a right one accepted: the verifier 2, the team 1
+    totals, infos = game(["reject", "accept"], [wrong, lambda env: env.oracle_action(SOLVER)])
+    assert totals == {SOLVER: 1.0, VERIFIER: 2.0} and infos[VERIFIER]["success"] and infos[SOLVER]["success"]
+    # a right proposal rejected, then a wrong one accepted: the verifier 0, the team 0
+    totals, infos = game(["reject", "accept"], [lambda env: env.oracle_action(SOLVER), wrong])
+    assert totals == {SOLVER: 0.0, VERIFIER: 0.0} and not infos[VERIFIER]["success"]
+    # two wrong proposals rejected: the verifier 2, the team 0 (and no success for anyone)
+    totals, infos = game(["reject", "reject"], [wrong, wrong])
+    assert totals == {SOLVER: 0.0, VERIFIER: 2.0} and not infos[VERIFIER]["success"]
+    with pytest.raises(ValueError, match="env_config\\['verifier_reward'\\] = 'solver' is invalid"):
+        SolverVerifierEnv(verifier_reward="solver")
+
+
 def test_random_actions_are_well_formed_moves_that_vary():
     rng = np.random.default_rng(0)
     ttt = TicTacToeEnv(opening_moves=2)

@@ -24,6 +24,7 @@ from ragen_rllib.envs.safe_math import numbers_used, safe_eval
 SOLVER, VERIFIER = "solver", "verifier"
 OPERATORS = ("+", "-", "*", "/")
 VERDICTS = ("accept", "reject")
+VERIFIER_REWARDS = ("joint", "verdict")
 
 
 class SolverVerifierEnv(TurnBasedTextEnv):
@@ -42,13 +43,15 @@ class SolverVerifierEnv(TurnBasedTextEnv):
 
     def __init__(self, num_numbers: int | list[int] = 3, max_number: int = 20, max_target: int = 50,
                  max_rounds: int = 3, invalid_penalty: float = -0.1, max_invalid: int = 3, show_value: bool = False,
-                 render_mode: str | None = "ansi") -> None:
+                 verifier_reward: str = "joint", render_mode: str | None = "ansi") -> None:
         require(isinstance(max_rounds, int) and max_rounds >= 1, "max_rounds", max_rounds, "a positive integer")
         require(isinstance(show_value, bool), "show_value", show_value, "true or false")
+        require(verifier_reward in VERIFIER_REWARDS, "verifier_reward", verifier_reward,
+                f"one of {list(VERIFIER_REWARDS)}")
         super().__init__(invalid_penalty=invalid_penalty, max_invalid=max_invalid,
                          max_moves=2 * max_rounds * max_invalid, render_mode=render_mode)
         self.game = CountdownEnv(num_numbers=num_numbers, max_number=max_number, max_target=max_target)
-        self.max_rounds, self.show_value = max_rounds, show_value
+        self.max_rounds, self.show_value, self.verifier_reward = max_rounds, show_value, verifier_reward
         self.proposal, self.rejected, self.round = "", [], 1
 
     def _reset_state(self, options: dict) -> None:
@@ -86,17 +89,19 @@ class SolverVerifierEnv(TurnBasedTextEnv):
         if agent == SOLVER:
             self.proposal = action
             return Move(next_agent=VERIFIER)
+        ok = self.correct(self.proposal)
+        right = ok == (action == "accept")
+        paid = {VERIFIER: float(right)} if self.verifier_reward == "verdict" else {}
         if action == "accept":
-            ok = self.correct(self.proposal)
             reward = 1.0 if ok else 0.0
-            return Move(next_agent=SOLVER, rewards={SOLVER: reward, VERIFIER: reward}, done=True,
+            return Move(next_agent=SOLVER, rewards={SOLVER: reward, VERIFIER: reward, **paid}, done=True,
                         winners=(SOLVER, VERIFIER) if ok else ())
         self.rejected.append(self.proposal)
         self.proposal = ""
         if self.round >= self.max_rounds:
-            return Move(next_agent=SOLVER, done=True)
+            return Move(next_agent=SOLVER, rewards=paid, done=True)
         self.round += 1
-        return Move(next_agent=SOLVER)
+        return Move(next_agent=SOLVER, rewards=paid)
 
     def _forfeit(self, agent: str) -> Move:
         return Move(next_agent=agent, done=True)  # cooperative: a stuck teammate fails the team

@@ -74,17 +74,14 @@ RECIPES = {
                             episodes=256, epochs=1, noise=0.5, sides=(("x",),), opponent="random",
                             agent={"enable_think": False, "max_response_tokens": 8, "max_turns": 5,
                                    "max_model_len": 1024}),
-    # a cooperative pair: the model plays both the Countdown solver and its verifier (two numbers of 1-9); half of
-    # each role's moves are random (the solver's: random expressions of the numbers; the verifier's: random
-    # verdicts). The verifier sees the proposal's value (show_value): without it, SmolLM2 could not tell a right
-    # proposal from a wrong one (p(accept) 0.66 / 0.66 after SFT), so RL had nothing to improve in it.
+    # a cooperative pair: the model plays both the Countdown solver and its verifier (two numbers of 1-9); half the
+    # solver's proposals are random expressions of the numbers, the verifier always gives the oracle's verdict.
     # Random batches: a verifier transcript that ends at its first verdict always ends on accept, so length batches
     # held only accepts or mostly rejects, and SFT drove p(accept) to 0.99 for right and wrong proposals alike
     "solver_verifier": WarmRecipe("ragen_rllib.envs.solver_verifier:SolverVerifierEnv",
-                                  {"num_numbers": 2, "max_number": 9, "max_target": 20, "max_rounds": 2,
-                                   "show_value": True},
+                                  {"num_numbers": 2, "max_number": 9, "max_target": 20, "max_rounds": 2},
                                   episodes=256, epochs=1, noise=0.5, sides=None, opponent="oracle",
-                                  batching="random",
+                                  agent_noise={"verifier": 0.0}, batching="random",
                                   agent={"enable_think": False, "max_response_tokens": 16, "max_turns": 3,
                                          "max_model_len": 1024}),
 }
