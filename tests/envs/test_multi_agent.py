@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from pettingzoo import AECEnv
 
+from ragen_rllib.envs.guided_lake import GUIDE, WALKER, GuidedLakeEnv
 from ragen_rllib.envs.solver_verifier import SOLVER, VERIFIER, SolverVerifierEnv
 from ragen_rllib.envs.tictactoe import OPPONENTS, TicTacToeEnv, minimax_value
 
@@ -36,7 +37,7 @@ def opponent(kind):
 
 
 def test_envs_are_aec_envs_with_text_spaces():
-    for env in (TicTacToeEnv(), SolverVerifierEnv()):
+    for env in (TicTacToeEnv(), SolverVerifierEnv(), GuidedLakeEnv()):
         assert isinstance(env, AECEnv)
         env.reset(seed=0)
         for agent in env.possible_agents:
@@ -174,6 +175,58 @@ def test_the_verdict_reward_pays_each_right_verdict_and_success_stays_joint():
         SolverVerifierEnv(verifier_reward="solver")
 
 
+def test_the_oracle_guide_and_a_walker_who_follows_always_reach_the_goal():
+    for seed in range(20):
+        totals, infos = play(GuidedLakeEnv(size=4, p=0.8), seed, {GUIDE: oracle, WALKER: oracle})
+        assert totals == {GUIDE: 1.0, WALKER: 1.0} and infos[GUIDE]["success"] and infos[WALKER]["success"]
+
+
+def test_only_the_guide_sees_the_map_and_only_the_walker_moves():
+    env = GuidedLakeEnv(size=4, p=0.8)
+    env.reset(seed=5)
+    assert env.agent_selection == GUIDE and "G" in env.observe(GUIDE) and "P" in env.observe(GUIDE)
+    walker_view = env.observe(WALKER)
+    assert "row 1, column 1 of a 4x4 lake" in walker_view and "G" not in walker_view.replace("The guide", "")
+    env.step("down.")  # case and a trailing full stop are forgiven
+    assert env.agent_selection == WALKER and walker_view != env.observe(WALKER)
+    assert env.observe(WALKER).endswith("The guide says: Down") and env.lake.state == 0  # advice moves nothing
+    env.step("Right")  # the walker may ignore the advice
+    assert env.lake.state == 1 and env.agent_selection == GUIDE and "row 1, column 2" in env.observe(WALKER)
+
+
+def test_a_hole_fails_the_team_and_a_stuck_walker_forfeits():
+    env = GuidedLakeEnv(size=4, p=0.8)
+    for seed in range(50):  # a lake with a hole next to the start
+        env.reset(seed=seed)
+        if env.lake.desc[0][1] == "H":
+            break
+    else:
+        raise AssertionError("no map with a hole right of the start in 50 seeds")
+    env.step("Right")
+    env.step("Right")
+    assert all(env.terminations.values()) and env.rewards == {GUIDE: 0.0, WALKER: 0.0}
+    assert not env.infos[GUIDE]["success"] and not env.infos[WALKER]["success"]
+    env = GuidedLakeEnv(max_invalid=2)
+    env.reset(seed=0)
+    env.step("Down")
+    env.step("walk north-ish")
+    env.step("jump")
+    assert all(env.terminations.values()) and env.rewards == {GUIDE: 0.0, WALKER: -0.1}
+
+
+def test_the_step_limit_ends_the_game_without_success():
+    env = GuidedLakeEnv(size=4, p=1.0, max_steps=3)
+    env.reset(seed=0)
+    for _ in range(3):
+        env.step("Up")  # the guide says up, the walker bumps into the top edge
+        env.step("Up")
+    assert all(env.terminations.values()) and not env.infos[WALKER]["success"]
+    with pytest.raises(ValueError, match="env_config\\['max_steps'\\] = 0 is invalid"):
+        GuidedLakeEnv(max_steps=0)
+    with pytest.raises(ValueError, match="env_config\\['size'\\] = 1 is invalid"):
+        GuidedLakeEnv(size=1)
+
+
 def test_random_actions_are_well_formed_moves_that_vary():
     rng = np.random.default_rng(0)
     ttt = TicTacToeEnv(opening_moves=2)
@@ -189,6 +242,9 @@ def test_random_actions_are_well_formed_moves_that_vary():
         pair.step(proposal)
         assert pair.agent_selection == VERIFIER and pair.rewards[SOLVER] == 0.0
     assert {pair.random_action(VERIFIER, rng) for _ in range(20)} == {"accept", "reject"}
+    lake = GuidedLakeEnv()
+    lake.reset(seed=0)
+    assert {lake.random_action(a, rng) for a in (GUIDE, WALKER) for _ in range(30)} == {"Left", "Down", "Right", "Up"}
 
 
 def test_a_stuck_teammate_fails_the_team():
