@@ -19,8 +19,14 @@ pair's cooperation, not about generalisation to unseen problems.
 Reported: before, after, lift and the binomial standard error per seed (lift SE: both rates' SEs in quadrature),
 mean +- std of the lift across seeds, per-role valid-answer rates and update diagnostics, the CPU and the times.
 
-Run:  .venv/bin/python benchmarks/learning_pair.py [--model smollm2] [--seeds 0 1 2] [--iterations 12]
-Writes benchmarks/results/<--name>.json and .png (default name: learning_pair_<model>).
+The same for the FrozenLake guide and walker (``--pair guided_lake``: ``GuidedLakeEnv``, the warm start
+``RECIPES["guided_lake"]``: 45% of both roles' moves random; the joint success is reaching the goal). No verifier
+probe there.
+
+Run:  .venv/bin/python benchmarks/learning_pair.py [--pair solver_verifier|guided_lake] [--model smollm2]
+          [--engine hf|vllm] [--seeds 0 1 2] [--iterations 12]
+Writes benchmarks/results/<--name>.json and .png (default name: learning_pair_<model> for the solver and verifier,
+learning_<pair>_<model> otherwise).
 """
 
 from __future__ import annotations
@@ -39,8 +45,10 @@ sys.path.insert(0, str(Path(__file__).parent))  # the records' shared helpers, r
 from multi_agent_records import SMOLLM2_TRAINING, command_line, learner_stats, plot_lift, run_seeds  # noqa: E402
 
 OUT = Path(__file__).parent / "results"
-ENV = "ragen_rllib.envs.solver_verifier:SolverVerifierEnv"
-ROLES = ("solver", "verifier")
+#: --pair -> its env and roles (each role its own RL module; the warm start is models.smollm2_demo.RECIPES[pair])
+PAIRS = {"solver_verifier": ("ragen_rllib.envs.solver_verifier:SolverVerifierEnv", ("solver", "verifier")),
+         "guided_lake": ("ragen_rllib.envs.guided_lake:GuidedLakeEnv", ("guide", "walker"))}
+ENV, ROLES = PAIRS["solver_verifier"]  # the pair of the record so far (set by main from --pair)
 EVAL_SEED = 500_000
 #: per --model: RL settings beside the shared ones in config() (SmolLM2: configs/runs/solver_verifier_smollm2_cpu.yaml)
 MODELS = {
@@ -53,7 +61,7 @@ def recipe():
     """The pair's env settings and agent settings (shared by both models' warm starts, RL and evaluation)."""
     from ragen_rllib.models.smollm2_demo import RECIPES
 
-    return RECIPES["solver_verifier"]
+    return RECIPES[next(name for name, (env, _) in PAIRS.items() if env == ENV)]
 
 
 def warm_model(args) -> Path:
@@ -61,13 +69,14 @@ def warm_model(args) -> Path:
     if args.model == "smollm2":
         from ragen_rllib.models.smollm2_demo import smollm2_model
 
-        return smollm2_model(ROOT / ".cache", "solver_verifier", log=lambda line: print(line, flush=True))
+        return smollm2_model(ROOT / ".cache", args.pair, log=lambda line: print(line, flush=True))
     from ragen_rllib.agent.config import AgentConfig
     from ragen_rllib.models.tiny import build_model
     from ragen_rllib.models.warm_start import REPORT_FILE, WarmStartConfig, warm_start
 
     r = recipe()
-    name = f"small-pair-{args.demo_games}x{args.epochs}ep-noise{r.noise:g}{r.variant()}"
+    pair = "pair" if args.pair == "solver_verifier" else args.pair
+    name = f"small-{pair}-{args.demo_games}x{args.epochs}ep-noise{r.noise:g}{r.variant()}"
     path = ROOT / ".cache" / "bench" / name
     if not (path / REPORT_FILE).exists():
         print(f"[pair] warm-starting the small model into {path} (once)", flush=True)
@@ -94,10 +103,12 @@ def config(model: Path, seed: int, args):
             .preset("grpo")
             .training(env_groups=args.env_groups, group_size=args.group_size, lr=args.lr, lr_warmup_steps=1,
                       lr_decay_steps=args.iterations, minibatch_size=args.env_groups * args.group_size,
-                      entropy_coeff=0.0, old_logprobs="engine", val_env_groups=1, val_seed=EVAL_SEED, engine="hf",
-                      engine_kwargs={}, **recipe().agent)
+                      entropy_coeff=0.0, old_logprobs="engine", val_env_groups=1, val_seed=EVAL_SEED,
+                      engine=args.engine, engine_kwargs={"kv_cache_gib": 1} if args.engine == "vllm" else {},
+                      **recipe().agent)
             .training(**settings["training"])
-            .rl_module(algorithm_config_overrides_per_module={"verifier": {"lr": args.verifier_lr or args.lr}})
+            .rl_module(algorithm_config_overrides_per_module={
+                role: {"lr": args.verifier_lr} for role in ROLES if role == "verifier" and args.verifier_lr})
             .debugging(seed=seed))
 
 
@@ -107,11 +118,12 @@ def evaluate(model: str | Path, cfg, args) -> dict:
     from ragen_rllib.evaluation import eval_envs, evaluate_multi_agent_run
 
     start = time.perf_counter()
-    report = evaluate_multi_agent_run(model, cfg, eval_envs(cfg), episodes=args.eval_games, samples=1, engine="hf")
+    report = evaluate_multi_agent_run(model, cfg, eval_envs(cfg), episodes=args.eval_games, samples=1,
+                                      engine=args.engine)
     tag = eval_envs(cfg)[0].tag
-    joint = report[f"{tag}/solver"]["success"]
+    joint = report[f"{tag}/{ROLES[0]}"]["success"]
     return {"joint_success": joint, "joint_success_se": math.sqrt(joint * (1 - joint) / args.eval_games),
-            "verifier_success": report[f"{tag}/verifier"]["success"], "games": args.eval_games,
+            f"{ROLES[1]}_success": report[f"{tag}/{ROLES[1]}"]["success"], "games": args.eval_games,
             **{f"{role}_valid_action_rate": report[f"{tag}/{role}"]["valid_action_rate"] for role in ROLES},
             "report": report, "seconds": time.perf_counter() - start}
 
@@ -169,8 +181,8 @@ def run(model: Path, seed: int, before: dict, args) -> dict:
         for _ in range(args.iterations):
             result = algo.train()
             r = result["env_runners"]
-            keys = ("solver/success_rate", "solver/action_valid_rate", "verifier/action_valid_rate",
-                    "solver/turns_mean")
+            keys = (f"{ROLES[0]}/success_rate", *(f"{role}/action_valid_rate" for role in ROLES),
+                    f"{ROLES[0]}/turns_mean")
             curve.append({**learner_stats(result), **{k: r.get(k) for k in keys},
                           "seconds": result.get("time_this_iter_s")})
             print(f"[pair] seed {seed} iter {len(curve)}: " + ", ".join(
@@ -184,23 +196,28 @@ def run(model: Path, seed: int, before: dict, args) -> dict:
         after = evaluate(checkpoint, cfg, args)
         from ragen_rllib.evaluation import export_checkpoint
 
-        after["verifier_probe"] = verifier_probe(export_checkpoint(checkpoint, Path(tmp.name) / "verifier", "verifier"))
+        if "verifier" in ROLES:
+            after["verifier_probe"] = verifier_probe(export_checkpoint(checkpoint, Path(tmp.name) / "verifier",
+                                                                       "verifier"))
     lift = after["joint_success"] - before["joint_success"]
     se = math.hypot(after["joint_success_se"], before["joint_success_se"])
     print(f"[pair] seed {seed}: joint success {before['joint_success']:.1%} -> {after['joint_success']:.1%} "
-          f"(lift {100 * lift:+.1f} +- {100 * se:.1f} points); verifier {after['verifier_probe']}", flush=True)
+          f"(lift {100 * lift:+.1f} +- {100 * se:.1f} points); verifier {after.get('verifier_probe')}", flush=True)
     return {"seed": seed, "train": curve, "after": after, "lift_points": 100 * lift, "lift_se_points": 100 * se,
             "train_seconds": train_seconds, "seconds": time.perf_counter() - start}
 
 
 def plot(record: dict, path: Path) -> None:
-    plot_lift(record, path, "joint_success", "joint success (%)", "Countdown solver + verifier (two RL modules)",
+    plot_lift(record, path, "joint_success", "joint success (%)", f"{ROLES[0]} + {ROLES[1]} (two RL modules)",
               f"after {record['args']['iterations']} RL iterations")
 
 
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--pair", default="solver_verifier", choices=sorted(PAIRS), help="the env and its two roles")
     p.add_argument("--model", default="smollm2", choices=sorted(MODELS), help="the model warm-started and trained")
+    p.add_argument("--engine", default="hf", choices=["hf", "vllm"],
+                   help="rollout and evaluation engine (one per role; the solver/verifier records used hf)")
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     p.add_argument("--iterations", type=int, default=12)
     p.add_argument("--env-groups", type=int, default=8)
@@ -217,7 +234,12 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--warm-only", action="store_true", help="warm-start and measure before RL, then stop")
     args = p.parse_args(argv)
     args.lr = MODELS[args.model]["lr"] if args.lr is None else args.lr
-    args.name = args.name or f"learning_pair_{args.model}"
+    args.name = args.name or (f"learning_pair_{args.model}" if args.pair == "solver_verifier"
+                               else f"learning_{args.pair}_{args.model}")
+    global ENV, ROLES  # the pair's env and roles, read by the functions above
+    ENV, ROLES = PAIRS[args.pair]
+    if args.verifier_lr is not None and "verifier" not in ROLES:
+        p.error(f"--verifier-lr: the {args.pair} pair has no verifier (roles {list(ROLES)})")
 
     import torch
 
@@ -228,16 +250,17 @@ def main(argv: list[str] | None = None) -> None:
     torch.set_num_threads(os.cpu_count() or 1)
     model = warm_model(args)
     before = evaluate(model, config(model, 0, args), args)
-    before["verifier_probe"] = verifier_probe(model)
-    print(f"[pair] warm verifier: {before['verifier_probe']}", flush=True)
+    if "verifier" in ROLES:
+        before["verifier_probe"] = verifier_probe(model)
+        print(f"[pair] warm verifier: {before['verifier_probe']}", flush=True)
     print(f"[pair] warm start: joint success {before['joint_success']:.1%} +- {before['joint_success_se']:.1%} "
-          f"(valid: solver {before['solver_valid_action_rate']:.1%}, verifier "
-          f"{before['verifier_valid_action_rate']:.1%}; {before['seconds']:.0f} s)", flush=True)
+          f"(valid: {ROLES[0]} {before[f'{ROLES[0]}_valid_action_rate']:.1%}, {ROLES[1]} "
+          f"{before[f'{ROLES[1]}_valid_action_rate']:.1%}; {before['seconds']:.0f} s)", flush=True)
     if args.warm_only:
         return
     init_ray(num_cpus=4, _temp_dir=str(ROOT / ".cache" / "ray"), log_to_driver=False, include_dashboard=False)
     header = {
-        "what": "joint success of a Countdown solver and verifier (two RL modules) before and after RL, from the "
+        "what": f"joint success of a {ROLES[0]} and {ROLES[1]} ({ENV}; two RL modules) before and after RL, from the "
                 "same warm start; evaluation at temperature 0.5 on env seeds 500000+",
         "command": command_line(ROOT),
         "cpu": cpu_info(), "cores": os.cpu_count(), "model": str(model.relative_to(ROOT)),

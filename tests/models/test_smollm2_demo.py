@@ -39,7 +39,7 @@ def test_the_path_names_switched_on_env_options_per_agent_noise_the_warmup_and_t
 
 
 def test_an_unknown_env_is_refused_with_the_choices(tmp_path):
-    choices = r"\['frozenlake', 'searchqa', 'sokoban', 'solver_verifier', 'tictactoe'\]"
+    choices = r"\['frozenlake', 'guided_lake', 'searchqa', 'sokoban', 'solver_verifier', 'tictactoe'\]"
     with pytest.raises(ValueError, match=r"env='chess'.*" + choices):
         smollm2_model_path(tmp_path, "chess")
 
