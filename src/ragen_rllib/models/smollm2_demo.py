@@ -84,12 +84,13 @@ RECIPES = {
                                   agent_noise={"verifier": 0.0}, batching="random",
                                   agent={"enable_think": False, "max_response_tokens": 16, "max_turns": 3,
                                          "max_model_len": 1024}),
-    # a cooperative pair on FrozenLake 4x4 (non-slippery): the model plays the guide (sees the map, names a move)
+    # a cooperative pair on FrozenLake 3x3 (non-slippery): the model plays the guide (sees the map, names a move)
     # and the walker (moves); as the FrozenLake recipe, 45% of each role's moves random (the walker's random move
-    # ignores the advice); a 4x4 lake takes at least 6 moves, so 10 turns per role
-    "guided_lake": WarmRecipe("ragen_rllib.envs.guided_lake:GuidedLakeEnv", {"size": 4, "max_steps": 10},
-                              episodes=160, epochs=1, noise=0.45, sides=None, opponent="oracle", batching="random",
-                              agent={"enable_think": False, "max_response_tokens": 16, "max_turns": 10,
+    # ignores the advice). 3x3, 6 moves: a role's transcript repeats the prompt's state each turn (~640 tokens on
+    # average here; 4x4 and 10 moves: ~1,000), which sets the CPU's SFT and learner time
+    "guided_lake": WarmRecipe("ragen_rllib.envs.guided_lake:GuidedLakeEnv", {"size": 3, "max_steps": 6},
+                              episodes=128, epochs=1, noise=0.45, sides=None, opponent="oracle", batching="random",
+                              agent={"enable_think": False, "max_response_tokens": 16, "max_turns": 6,
                                      "max_model_len": 2048}),
 }
 
