@@ -202,7 +202,8 @@ def run(model: Path, seed: int, before: dict, args) -> dict:
     lift = after["joint_success"] - before["joint_success"]
     se = math.hypot(after["joint_success_se"], before["joint_success_se"])
     print(f"[pair] seed {seed}: joint success {before['joint_success']:.1%} -> {after['joint_success']:.1%} "
-          f"(lift {100 * lift:+.1f} +- {100 * se:.1f} points); verifier {after.get('verifier_probe')}", flush=True)
+          f"(lift {100 * lift:+.1f} +- {100 * se:.1f} points)"
+          + (f"; verifier {after['verifier_probe']}" if "verifier_probe" in after else ""), flush=True)
     return {"seed": seed, "train": curve, "after": after, "lift_points": 100 * lift, "lift_se_points": 100 * se,
             "train_seconds": train_seconds, "seconds": time.perf_counter() - start}
 
