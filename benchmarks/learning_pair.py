@@ -48,7 +48,8 @@ OUT = Path(__file__).parent / "results"
 #: --pair -> its env and roles (each role its own RL module; the warm start is models.smollm2_demo.RECIPES[pair])
 PAIRS = {"solver_verifier": ("ragen_rllib.envs.solver_verifier:SolverVerifierEnv", ("solver", "verifier")),
          "guided_lake": ("ragen_rllib.envs.guided_lake:GuidedLakeEnv", ("guide", "walker"))}
-ENV, ROLES = PAIRS["solver_verifier"]  # the pair of the record so far (set by main from --pair)
+PAIR = "solver_verifier"  # the pair of the record so far (set by main from --pair)
+ENV, ROLES = PAIRS[PAIR]
 EVAL_SEED = 500_000
 #: per --model: RL settings beside the shared ones in config() (SmolLM2: configs/runs/solver_verifier_smollm2_cpu.yaml)
 MODELS = {
@@ -61,7 +62,7 @@ def recipe():
     """The pair's env settings and agent settings (shared by both models' warm starts, RL and evaluation)."""
     from ragen_rllib.models.smollm2_demo import RECIPES
 
-    return RECIPES[next(name for name, (env, _) in PAIRS.items() if env == ENV)]
+    return RECIPES[PAIR]
 
 
 def warm_model(args) -> Path:
@@ -107,8 +108,8 @@ def config(model: Path, seed: int, args):
                       engine=args.engine, engine_kwargs={"kv_cache_gib": 1} if args.engine == "vllm" else {},
                       **recipe().agent)
             .training(**settings["training"])
-            .rl_module(algorithm_config_overrides_per_module={
-                role: {"lr": args.verifier_lr} for role in ROLES if role == "verifier" and args.verifier_lr})
+            .rl_module(algorithm_config_overrides_per_module={"verifier": {"lr": args.verifier_lr}}
+                       if args.verifier_lr else {})
             .debugging(seed=seed))
 
 
@@ -237,8 +238,9 @@ def main(argv: list[str] | None = None) -> None:
     args.lr = MODELS[args.model]["lr"] if args.lr is None else args.lr
     args.name = args.name or (f"learning_pair_{args.model}" if args.pair == "solver_verifier"
                                else f"learning_{args.pair}_{args.model}")
-    global ENV, ROLES  # the pair's env and roles, read by the functions above
-    ENV, ROLES = PAIRS[args.pair]
+    global PAIR, ENV, ROLES  # the pair, its env and roles, read by the functions above
+    PAIR = args.pair
+    ENV, ROLES = PAIRS[PAIR]
     if args.verifier_lr is not None and "verifier" not in ROLES:
         p.error(f"--verifier-lr: the {args.pair} pair has no verifier (roles {list(ROLES)})")
 

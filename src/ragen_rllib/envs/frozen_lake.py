@@ -99,16 +99,18 @@ class FrozenLakeEnv(TextEnv):
         self.state = 0
 
     @property
+    def slip_text(self) -> str:
+        """The sentence that explains the slip (with a leading space), or ``""`` on ice that does not slip."""
+        if not (self.is_slippery and self.success_rate < 1):
+            return ""
+        return (f" The ice is slippery: you move in the intended direction with probability {self.success_rate:g}, "
+                "otherwise to one of the two perpendicular directions.")
+
+    @property
     def instruction(self) -> str:
-        slip = (
-            f" The ice is slippery: you move in the intended direction with probability {self.success_rate:g}, "
-            "otherwise to one of the two perpendicular directions."
-            if self.is_slippery and self.success_rate < 1
-            else ""
-        )
         return (
             "You are solving the FrozenLake puzzle. Walk from the start to the goal G over the frozen tiles "
-            "without falling into a hole O. You get reward 1 when you reach the goal." + slip + "\n"
+            "without falling into a hole O. You get reward 1 when you reach the goal." + self.slip_text + "\n"
             + grid.legend_text(LEGEND)
         )
 

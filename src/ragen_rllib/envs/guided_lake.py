@@ -36,9 +36,7 @@ class GuidedLakeEnv(TurnBasedTextEnv):
                          max_moves=2 * max_steps * max_invalid, render_mode=render_mode)
         self.lake = FrozenLakeEnv(size=size, p=p, is_slippery=is_slippery, success_rate=success_rate,
                                   max_steps=max_steps)
-        slip = self.lake.instruction.split("\n")[0].removeprefix(
-            "You are solving the FrozenLake puzzle. Walk from the start to the goal G over the frozen tiles "
-            "without falling into a hole O. You get reward 1 when you reach the goal.")
+        slip = self.lake.slip_text
         self.instructions = {
             GUIDE: (f"You are the guide in a team on a frozen lake. You see the map; the walker does not. Each step, "
                     f"tell the walker the next move towards the goal G that avoids the holes O: answer {MOVES}. The "
