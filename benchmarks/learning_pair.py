@@ -21,7 +21,10 @@ mean +- std of the lift across seeds, per-role valid-answer rates and update dia
 
 The same for the FrozenLake guide and walker (``--pair guided_lake``: ``GuidedLakeEnv``, the warm start
 ``RECIPES["guided_lake"]``: 45% of both roles' moves random; the joint success is reaching the goal). No verifier
-probe there.
+probe there. Its record (benchmarks/results/learning_guided_lake_smollm2.json; run settings as in
+configs/runs/guided_lake_smollm2_cpu.yaml):
+  .venv/bin/python benchmarks/learning_pair.py --pair guided_lake --model smollm2 --engine vllm --iterations 10 \
+      --eval-games 128
 
 Run:  .venv/bin/python benchmarks/learning_pair.py [--pair solver_verifier|guided_lake] [--model smollm2]
           [--engine hf|vllm] [--seeds 0 1 2] [--iterations 12]
@@ -42,7 +45,15 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).parent))  # the records' shared helpers, run as a script or imported
-from multi_agent_records import SMOLLM2_TRAINING, command_line, learner_stats, plot_lift, run_seeds  # noqa: E402
+from multi_agent_records import (  # noqa: E402
+    SMOLLM2_TRAINING,
+    command_line,
+    learner_stats,
+    merge_records,
+    plot_lift,
+    resumed,
+    run_seeds,
+)
 
 OUT = Path(__file__).parent / "results"
 #: --pair -> its env and roles (each role its own RL module; the warm start is models.smollm2_demo.RECIPES[pair])
@@ -234,6 +245,14 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--epochs", type=int, default=2, help="--model small: SFT epochs")
     p.add_argument("--name", default=None, help="file stem under benchmarks/results (default: learning_pair_<model>)")
     p.add_argument("--warm-only", action="store_true", help="warm-start and measure before RL, then stop")
+    p.add_argument("--resume", action="store_true",
+                   help="add --seeds to the record --name already holds (the same settings, else an error; its "
+                        "warm-start evaluation is reused). One process per seed: the driver's memory grows from "
+                        "one seed's run to the next (a 3-seed SmolLM2 guided-lake run fell under 2.5 GiB free in "
+                        "its second seed)")
+    p.add_argument("--merge-from", default=None, metavar="NAME",
+                   help="add the seeds of the record NAME (the same settings, run in its own process with its own "
+                        "--name) to the record --name, then stop")
     args = p.parse_args(argv)
     args.lr = MODELS[args.model]["lr"] if args.lr is None else args.lr
     args.name = args.name or (f"learning_pair_{args.model}" if args.pair == "solver_verifier"
@@ -243,6 +262,11 @@ def main(argv: list[str] | None = None) -> None:
     ENV, ROLES = PAIRS[PAIR]
     if args.verifier_lr is not None and "verifier" not in ROLES:
         p.error(f"--verifier-lr: the {args.pair} pair has no verifier (roles {list(ROLES)})")
+    if args.merge_from:
+        record = merge_records(OUT / f"{args.name}.json", OUT / f"{args.merge_from}.json", plot)
+        print(f"[pair] {args.name}: seeds {[r['seed'] for r in record['runs']]}, lift "
+              f"{record['mean_lift_points']:+.1f} +- {record['std_lift_points']:.1f} points")
+        return
 
     import torch
 
@@ -251,9 +275,13 @@ def main(argv: list[str] | None = None) -> None:
 
     started = time.perf_counter()
     torch.set_num_threads(os.cpu_count() or 1)
+    prior = resumed(OUT / f"{args.name}.json", vars(args)) if args.resume else None
+    done = {r["seed"] for r in prior["runs"]} if prior else set()
+    if done & set(args.seeds):
+        p.error(f"--seeds: {args.name}.json already holds seeds {sorted(done & set(args.seeds))}")
     model = warm_model(args)
-    before = evaluate(model, config(model, 0, args), args)
-    if "verifier" in ROLES:
+    before = prior["before"] if prior else evaluate(model, config(model, 0, args), args)
+    if "verifier" in ROLES and not prior:
         before["verifier_probe"] = verifier_probe(model)
         print(f"[pair] warm verifier: {before['verifier_probe']}", flush=True)
     print(f"[pair] warm start: joint success {before['joint_success']:.1%} +- {before['joint_success_se']:.1%} "
@@ -270,7 +298,14 @@ def main(argv: list[str] | None = None) -> None:
         "env_config": recipe().env_config, "agent": recipe().agent,
         "warm_start": json.loads((model / "warm_start.json").read_text()), "args": vars(args),
         "before": before}
-    run_seeds(args.seeds, lambda seed: run(model, seed, before, args), header, OUT, args.name, plot, started)
+    if prior and prior["cpu"] != header["cpu"]:
+        p.error(f"--resume: {args.name}.json ran on {prior['cpu']}, this machine is {header['cpu']}; one record, "
+                "one CPU (give a new --name)")
+    if prior:  # the first command stays the record's command; each resume is listed after it
+        header.update(command=prior["command"], resumed_by=[*prior.get("resumed_by", []), header["command"]],
+                      args={**vars(args), "seeds": [*(r["seed"] for r in prior["runs"]), *args.seeds]})
+    run_seeds(args.seeds, lambda seed: run(model, seed, before, args), header, OUT, args.name, plot, started,
+              prior_runs=prior["runs"] if prior else None)
 
 
 if __name__ == "__main__":

@@ -42,15 +42,17 @@ def plot_lift(record: dict, path: Path, metric: str, ylabel: str, title: str, la
     fig.savefig(path, dpi=100)
 
 
-def run_seeds(seeds, run_one, header: dict, out: Path, name: str, plot, started: float) -> dict:
+def run_seeds(seeds, run_one, header: dict, out: Path, name: str, plot, started: float,
+              prior_runs: list[dict] | None = None) -> dict:
     """``run_one(seed)`` for each seed (each returns a dict with ``lift_points`` and ``lift_se_points``); after
-    every seed the record (``header`` + the runs + mean and std of the lifts) is saved as ``out/<name>.json`` and
-    plotted by ``plot(record, path)``, so a stopped run keeps the seeds it finished."""
+    every seed the record (``header`` + ``prior_runs`` (a resumed record's seeds) + the runs + mean and std of the
+    lifts) is saved as ``out/<name>.json`` and plotted by ``plot(record, path)``, so a stopped run keeps the seeds
+    it finished."""
     import json
     import statistics
     import time
 
-    runs: list[dict] = []
+    runs: list[dict] = list(prior_runs or [])
     for seed in seeds:
         runs.append(run_one(seed))
         lifts = [r["lift_points"] for r in runs]
@@ -71,3 +73,55 @@ def command_line(root: Path) -> str:
     import sys
 
     return "python " + " ".join([Path(sys.argv[0]).as_posix().split(str(root) + "/")[-1], *sys.argv[1:]])
+
+
+#: the arguments that may differ between the processes whose seeds make up one record
+PER_PROCESS_ARGS = ("seeds", "resume", "name", "merge_from")
+
+
+def merge_records(path: Path, other: Path, plot) -> dict:
+    """Adds the seeds of the record ``other`` (run in its own process, e.g. after the first process ran out of
+    memory) to the record at ``path``: the same settings (every argument but :data:`PER_PROCESS_ARGS`), CPU and
+    warm-start evaluation, else an error naming what differs; no seed twice. Saves and plots ``path``."""
+    import json
+    import statistics
+
+    extra = json.loads(other.read_text())
+    record = resumed(path, extra["args"], what=f"merge of {other.name}")
+    for key in ("cpu", "before"):
+        mine, theirs = record[key], extra[key]
+        if key == "before":
+            mine, theirs = {k: v for k, v in mine.items() if k != "seconds"}, {k: v for k, v in theirs.items()
+                                                                               if k != "seconds"}
+        if mine != theirs:
+            raise ValueError(f"merge: {path.name} and {other.name} differ in {key!r}; not one record")
+    twice = {r["seed"] for r in record["runs"]} & {r["seed"] for r in extra["runs"]}
+    if twice:
+        raise ValueError(f"merge: seeds {sorted(twice)} are in both {path.name} and {other.name}")
+    runs = record["runs"] + extra["runs"]
+    lifts = [r["lift_points"] for r in runs]
+    record.update(runs=runs, mean_lift_points=statistics.fmean(lifts),
+                  std_lift_points=statistics.stdev(lifts) if len(lifts) > 1 else 0.0,
+                  merged_from=[*record.get("merged_from", []), {"record": other.name, "command": extra["command"],
+                                                                "seeds": [r["seed"] for r in extra["runs"]]}],
+                  seconds=record["seconds"] + extra["seconds"])
+    record["args"]["seeds"] = [r["seed"] for r in runs]
+    path.write_text(json.dumps(record, indent=2))
+    plot(record, path.with_suffix(".png"))
+    return record
+
+
+def resumed(path: Path, args: dict, ignore: tuple[str, ...] = PER_PROCESS_ARGS, what: str = "--resume") -> dict:
+    """The record at ``path`` to extend with more seeds, after checking that it was run with the same ``args``
+    (every key but ``ignore``; a differing key is an error naming it, so no two settings share a record)."""
+    import json
+
+    if not path.exists():
+        raise FileNotFoundError(f"{what}: no record at {path}; run without --resume first")
+    record = json.loads(path.read_text())
+    stored = record["args"]
+    for key in sorted(set(stored) | set(args)):
+        if key not in ignore and stored.get(key) != args.get(key):
+            raise ValueError(f"{what}: {path.name} was run with {key}={stored.get(key)!r}, this command has "
+                             f"{key}={args.get(key)!r}; give the same settings, or a new --name")
+    return record
