@@ -49,16 +49,13 @@ def run_seeds(seeds, run_one, header: dict, out: Path, name: str, plot, started:
     lifts) is saved as ``out/<name>.json`` and plotted by ``plot(record, path)``, so a stopped run keeps the seeds
     it finished."""
     import json
-    import statistics
     import time
 
     runs: list[dict] = list(prior_runs or [])
     for seed in seeds:
         runs.append(run_one(seed))
         lifts = [r["lift_points"] for r in runs]
-        record = {**header, "runs": runs, "mean_lift_points": statistics.fmean(lifts),
-                  "std_lift_points": statistics.stdev(lifts) if len(lifts) > 1 else 0.0,
-                  "seconds": time.perf_counter() - started}
+        record = {**header, "runs": runs, **lift_spread(runs), "seconds": time.perf_counter() - started}
         out.mkdir(parents=True, exist_ok=True)
         (out / f"{name}.json").write_text(json.dumps(record, indent=2))
         plot(record, out / f"{name}.png")
@@ -75,6 +72,15 @@ def command_line(root: Path) -> str:
     return "python " + " ".join([Path(sys.argv[0]).as_posix().split(str(root) + "/")[-1], *sys.argv[1:]])
 
 
+def lift_spread(runs: list[dict]) -> dict:
+    """Mean and standard deviation over seeds of the runs' ``lift_points`` (std 0 for one seed)."""
+    import statistics
+
+    lifts = [r["lift_points"] for r in runs]
+    return {"mean_lift_points": statistics.fmean(lifts),
+            "std_lift_points": statistics.stdev(lifts) if len(lifts) > 1 else 0.0}
+
+
 #: the arguments that may differ between the processes whose seeds make up one record
 PER_PROCESS_ARGS = ("seeds", "resume", "name", "merge_from")
 
@@ -84,7 +90,6 @@ def merge_records(path: Path, other: Path, plot) -> dict:
     memory) to the record at ``path``: the same settings (every argument but :data:`PER_PROCESS_ARGS`), CPU and
     warm-start evaluation, else an error naming what differs; no seed twice. Saves and plots ``path``."""
     import json
-    import statistics
 
     extra = json.loads(other.read_text())
     record = resumed(path, extra["args"], what=f"merge of {other.name}")
@@ -99,9 +104,7 @@ def merge_records(path: Path, other: Path, plot) -> dict:
     if twice:
         raise ValueError(f"merge: seeds {sorted(twice)} are in both {path.name} and {other.name}")
     runs = record["runs"] + extra["runs"]
-    lifts = [r["lift_points"] for r in runs]
-    record.update(runs=runs, mean_lift_points=statistics.fmean(lifts),
-                  std_lift_points=statistics.stdev(lifts) if len(lifts) > 1 else 0.0,
+    record.update(runs=runs, **lift_spread(runs),
                   merged_from=[*record.get("merged_from", []), {"record": other.name, "command": extra["command"],
                                                                 "seeds": [r["seed"] for r in extra["runs"]]}],
                   seconds=record["seconds"] + extra["seconds"])
