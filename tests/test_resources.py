@@ -34,7 +34,8 @@ def test_the_plan_is_rllibs_request_with_each_bundle_named_by_its_role():
     plan = trial_plan(config)
     assert [role for role, _ in plan.bundles] == ["driver", "env runner 1", "env runner 2", "learner 1", "learner 2"]
     assert plan.bundles[1][1] == {"CPU": 2.0, "rollout": 1.0}
-    assert plan.total == {"CPU": 5.0, "rollout": 2.0, "GPU": 2.0}
+    assert plan.bundles[3][1] == {"CPU": 2.0, "GPU": 1.0}  # the config's num_cpus_per_learner: 2
+    assert plan.total == {"CPU": 9.0, "rollout": 2.0, "GPU": 2.0}
     local = trial_plan(RagenConfig.from_yaml(SOKOBAN, [MEMORY]))
     assert [role for role, _ in local.bundles] == ["driver + local learner", "env runner 1"]
 
@@ -59,8 +60,8 @@ def _plan(*args: str) -> subprocess.CompletedProcess:
 def test_plan_prints_each_bundle_the_total_and_trials_at_once_and_fails_with_the_fix():
     out = _plan("env_runners.num_env_runners=2", "--cluster", "2 nodes x 4 CPUs, 1 GPU")
     assert out.returncode == 0, out.stderr
-    assert "env runner 2" in out.stdout and "total                        5 CPU" in out.stdout
-    assert "trials at once: 1" in out.stdout  # 5 CPUs per trial on 8: one at a time
+    assert "env runner 2" in out.stdout and "total                        6 CPU" in out.stdout
+    assert "trials at once: 1" in out.stdout  # 6 CPUs per trial on 8: one at a time
     bad = _plan("run.ray_init.num_cpus=2")
     assert bad.returncode == 2
-    assert "needs 3 CPU in all" in bad.stderr and "run.ray_init" in bad.stderr
+    assert "needs 4 CPU in all" in bad.stderr and "run.ray_init" in bad.stderr

