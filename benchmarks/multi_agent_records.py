@@ -54,11 +54,11 @@ def run_seeds(seeds, run_one, header: dict, out: Path, name: str, plot, started:
     runs: list[dict] = list(prior_runs or [])
     for seed in seeds:
         runs.append(run_one(seed))
-        lifts = [r["lift_points"] for r in runs]
         record = {**header, "runs": runs, **lift_spread(runs), "seconds": time.perf_counter() - started}
         out.mkdir(parents=True, exist_ok=True)
         (out / f"{name}.json").write_text(json.dumps(record, indent=2))
         plot(record, out / f"{name}.png")
+    lifts = [r["lift_points"] for r in runs]
     ses = ", ".join(f"{r['lift_se_points']:.1f}" for r in runs)
     print(f"lift {record['mean_lift_points']:+.1f} +- {record['std_lift_points']:.1f} points over {len(lifts)} seeds "
           f"({', '.join(f'{x:+.1f}' for x in lifts)}); per-run SE {ses}; saved {out / (name + '.json')}")
@@ -93,12 +93,11 @@ def merge_records(path: Path, other: Path, plot) -> dict:
 
     extra = json.loads(other.read_text())
     record = resumed(path, extra["args"], what=f"merge of {other.name}")
+    def timeless(value):  # an evaluation's wall time may differ between processes; nothing else may
+        return {k: v for k, v in value.items() if k != "seconds"}
+
     for key in ("cpu", "before"):
-        mine, theirs = record[key], extra[key]
-        if key == "before":
-            mine, theirs = {k: v for k, v in mine.items() if k != "seconds"}, {k: v for k, v in theirs.items()
-                                                                               if k != "seconds"}
-        if mine != theirs:
+        if timeless(record[key]) != timeless(extra[key]):
             raise ValueError(f"merge: {path.name} and {other.name} differ in {key!r}; not one record")
     twice = {r["seed"] for r in record["runs"]} & {r["seed"] for r in extra["runs"]}
     if twice:

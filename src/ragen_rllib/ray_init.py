@@ -56,16 +56,15 @@ def ray_init_kwargs(**ray_kwargs: Any) -> dict[str, Any]:
     kwargs = dict(ray_kwargs)
     runtime_env = dict(kwargs.pop("runtime_env", None) or {})
     env_vars = dict(DEFAULT_ENV_VARS)
+    user_vars = runtime_env.get("env_vars") or {}
     if not torch.cuda.is_available():
         env_vars.update(CPU_ENV_VARS)
+        if "OMP_NUM_THREADS" not in os.environ and "OMP_NUM_THREADS" not in user_vars:
+            env_vars[OMP_DEFAULTED] = "1"
     for key in ("OMP_NUM_THREADS", "TOKENIZERS_PARALLELISM"):  # the caller's own environment wins
         if key in os.environ:
             env_vars[key] = os.environ[key]
-    user_vars = runtime_env.get("env_vars") or {}
     env_vars.update(user_vars)
-    if env_vars.get("OMP_NUM_THREADS") == CPU_ENV_VARS["OMP_NUM_THREADS"] and not (
-            "OMP_NUM_THREADS" in os.environ or "OMP_NUM_THREADS" in user_vars):
-        env_vars[OMP_DEFAULTED] = "1"
     runtime_env["env_vars"] = {k: str(v) for k, v in env_vars.items()}
     kwargs["runtime_env"] = runtime_env
     if not joins_cluster(kwargs):
