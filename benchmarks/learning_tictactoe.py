@@ -48,7 +48,7 @@ EVAL_SEED = 500_000  # env seeds of the evaluation games (the split, not the see
 MODELS = {
     "small": {"lr": 2e-4, "engine": "hf", "training": {}, "engine_kwargs": {}, "runner_cpus": 1},
     "smollm2": {"lr": 2e-5, "engine": "vllm", "runner_cpus": 2,
-                "engine_kwargs": {"dtype": "bfloat16", "kv_cache_gib": 2},
+                "engine_kwargs": {"kv_cache_gib": 2},  # dtype auto: see precision.resolve_engine_dtype
                 "training": SMOLLM2_TRAINING},
 }
 

@@ -11,9 +11,6 @@ from ragen_rllib.resources import TrialPlan, check_fits, concurrent_trials, pars
 
 ROOT = Path(__file__).resolve().parents[1]
 SOKOBAN = ROOT / "configs" / "runs" / "sokoban_smollm2_cpu.yaml"
-#: the learner's memory budget, fixed: its default is a share of this machine's RAM, and the memory check (tested in
-#: tests/algorithms/test_memory.py) would refuse this config on a 24 GiB machine without bf16 units (fp32 activations)
-MEMORY = "training.learner_memory_gib=16"
 
 
 def test_cluster_specs_read_as_one_resource_dict_per_node():
@@ -28,7 +25,7 @@ def test_cluster_specs_read_as_one_resource_dict_per_node():
 
 
 def test_the_plan_is_rllibs_request_with_each_bundle_named_by_its_role():
-    config = RagenConfig.from_yaml(SOKOBAN, [MEMORY, "env_runners.num_env_runners=2", "learners.num_learners=2",
+    config = RagenConfig.from_yaml(SOKOBAN, ["env_runners.num_env_runners=2", "learners.num_learners=2",
                                              "learners.num_gpus_per_learner=1",
                                              "env_runners.custom_resources_per_env_runner={rollout: 1}"])
     plan = trial_plan(config)
@@ -36,7 +33,7 @@ def test_the_plan_is_rllibs_request_with_each_bundle_named_by_its_role():
     assert plan.bundles[1][1] == {"CPU": 2.0, "rollout": 1.0}
     assert plan.bundles[3][1] == {"CPU": 2.0, "GPU": 1.0}  # the config's num_cpus_per_learner: 2
     assert plan.total == {"CPU": 9.0, "rollout": 2.0, "GPU": 2.0}
-    local = trial_plan(RagenConfig.from_yaml(SOKOBAN, [MEMORY]))
+    local = trial_plan(RagenConfig.from_yaml(SOKOBAN))
     assert [role for role, _ in local.bundles] == ["driver + local learner", "env runner 1"]
 
 
@@ -53,7 +50,7 @@ def test_trials_at_once_pack_bundles_onto_nodes_and_never_split_a_bundle():
 
 
 def _plan(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "ragen_rllib.cli", "plan", str(SOKOBAN), MEMORY, *args],
+    return subprocess.run([sys.executable, "-m", "ragen_rllib.cli", "plan", str(SOKOBAN), *args],
                           capture_output=True, text=True, cwd=ROOT, timeout=120)
 
 

@@ -6,8 +6,11 @@ On CPUs without them (e.g. AMD EPYC with AVX2 only) a bf16 matmul is emulated an
 So every precision setting of the project defaults to ``"auto"``:
 
 - ``autocast`` (forward passes of the SFT warm start and the learner): bf16 where it is fast, else none (fp32).
-- ``dtype`` (weights): bf16 on a CUDA device with bf16 support, else fp32. On CPU the weights stay fp32 (the
-  learner keeps fp32 master weights and the engine's weights equal the learner's); CPU speed comes from autocast.
+- ``dtype`` (weights): bf16 on a CUDA device with bf16 support, else fp32. On CPU the learner keeps fp32 master
+  weights; CPU speed comes from autocast.
+- a run's generation engine (:func:`resolve_engine_dtype`): the precision the learner computes in, so bf16 on a
+  CPU with bf16 units under the learner's default autocast (there vLLM-CPU generates faster in bf16) and fp32
+  on a CPU without them (there it generates ~3x faster in fp32); the synced fp32 weights are cast on load.
 
 An explicit ``"bfloat16"`` is honoured everywhere, with one warning per process on a CPU without bf16 units.
 This module depends only on torch and the standard library and does nothing at import time.
@@ -113,6 +116,17 @@ def resolve_dtype(value: str, device: torch.device | str) -> str:
     if value == "bfloat16":
         _warn_if_slow_bf16(device)
     return value
+
+
+def resolve_engine_dtype(value: str, autocast: str | None, device: torch.device | str) -> str:
+    """A run's generation-engine dtype: ``value`` (the engine's ``dtype``, else ``model_config['dtype']``) with
+    ``"auto"`` resolved to the precision the learner computes in on ``device``: ``"bfloat16"`` when the learner's
+    ``autocast`` resolves to bf16 there (or :func:`resolve_dtype` gives bf16, on CUDA), else ``"float32"``.
+    Explicit names pass through :func:`resolve_dtype`.
+    """
+    if value == "auto" and resolve_autocast(autocast, device) is torch.bfloat16:
+        return "bfloat16"
+    return resolve_dtype(value, device)
 
 
 def cpu_info() -> dict[str, object]:

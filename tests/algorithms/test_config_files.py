@@ -157,3 +157,22 @@ def test_a_cycle_of_defaults_is_named(tmp_path):
     (tmp_path / "b.yaml").write_text("defaults: [a.yaml]\n")
     with pytest.raises(ConfigFileError, match="makes a cycle"):
         RagenConfig.from_yaml(tmp_path / "a.yaml")
+
+
+RUNS = [p for p in SHIPPED if p.parent.name in ("runs", "sweeps")]
+
+
+@pytest.mark.parametrize("bf16_units", [True, False], ids=["bf16-autocast", "fp32"])
+@pytest.mark.parametrize("path", RUNS, ids=lambda p: p.relative_to(CONFIGS).as_posix())
+def test_every_shipped_run_fits_a_24_gib_machine_with_its_own_model(path, bf16_units, monkeypatch):
+    """The learner memory check with the config's own model (SmolLM2 for the real-model runs) on a 24 GiB machine,
+    under the bf16-autocast estimate (a CPU with bf16 units) and the fp32 one (an AVX2-only CPU): no shipped run
+    needs a setting changed to start."""
+    from ragen_rllib import precision
+    from ragen_rllib.algorithms.ragen import memory
+
+    monkeypatch.setattr(memory, "machine_memory_bytes", lambda: 24 * memory.GIB)
+    monkeypatch.setattr(precision, "cpu_has_bf16_units", lambda: bf16_units)
+    config = RagenConfig.from_yaml(path)
+    config.validate()
+    assert memory.check_config(config) >= config.max_model_len

@@ -92,3 +92,43 @@ def test_the_default_share_is_40_percent_of_ram_split_over_cpu_learners():
     total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     assert M.default_memory_bytes("cpu", 1) == int(0.4 * total)
     assert M.default_memory_bytes("cpu", 2) == int(0.2 * total)
+
+
+def test_auto_checkpointing_turns_on_only_where_one_row_needs_it():
+    fp32 = smollm2(autocast=False)
+    # SmolLM2 in fp32 on 40% of 24 GiB: a 3600-token row fits only with checkpointing, a 2048-token row without
+    on = M.auto_checkpointing(fp32, "auto", 9.4 * GIB, 3600)
+    assert on.gradient_checkpointing and on.max_tokens(9.4 * GIB) >= 3600 > fp32.max_tokens(9.4 * GIB)
+    assert M.auto_checkpointing(fp32, "auto", 9.4 * GIB, 2048) is fp32
+    assert M.auto_checkpointing(fp32, False, 9.4 * GIB, 3600) is fp32  # the user's False is kept: the error follows
+    with pytest.raises(ValueError, match=r"max_model_len=3600.*gradient_checkpointing'\]=True"):
+        M.resolve_token_budget(M.auto_checkpointing(fp32, False, 9.4 * GIB, 3600), 9.4 * GIB, 3600, None)
+    assert M.auto_checkpointing(fp32, "auto", 4 * GIB, 3600) is fp32  # nothing fits: the fixes are named instead
+    note = M.auto_checkpointing_note(on, 9.4 * GIB, 3600, "learner_memory_gib (None: 40% of RAM)")
+    assert note.startswith("model_config['gradient_checkpointing']='auto': on, since one row of max_model_len=3600")
+    assert "within learner_memory_gib=9.4 GiB" in note
+
+
+@pytest.mark.parametrize("value", ["yes", 1, None])
+def test_a_bad_checkpointing_value_is_named(value):
+    with pytest.raises(ValueError, match=r"checkpointing'\]=.* is invalid: use one of \(True, False, 'auto'\)"):
+        M.validate_checkpointing(value)
+
+
+def test_the_learner_switches_auto_checkpointing_on_in_its_module(caplog):
+    from test_ragen_rl_module import build
+
+    from ragen_rllib import RagenConfig
+
+    module = build(model="tiny:small", autocast=None)  # 6 blocks: checkpointing saves memory (not with nano's 2)
+    config = RagenConfig().rl_module(model_config={"model": "tiny:small"}).training(max_model_len=1024)
+    est = M.module_estimate(module, "cpu", reference_copy=False)
+    between = (M.replace(est, gradient_checkpointing=True).peak_bytes(1024) + est.peak_bytes(1024)) / 2
+    config.training(learner_memory_gib=between / GIB)
+    with caplog.at_level("INFO", logger="ragen_rllib.memory"):
+        budget, _ = M.learner_token_budget(module, config, "cpu", reference_copy=False)
+    assert module.lm.is_gradient_checkpointing and not module.share_prefix and budget >= 1024
+    assert "'auto': on, since one row of max_model_len=1024" in caplog.text
+    roomy = build(model="tiny:small", autocast=None)
+    M.learner_token_budget(roomy, config.training(learner_memory_gib=2 * est.peak_bytes(1024) / GIB), "cpu", False)
+    assert not roomy.lm.is_gradient_checkpointing and roomy.share_prefix

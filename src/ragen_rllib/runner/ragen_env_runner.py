@@ -79,12 +79,14 @@ class RagenEnvRunner(EnvRunner):
     def _build_engine(self) -> None:
         from ragen_rllib.engines.factory import vllm_available
         from ragen_rllib.models.serving import engine_and_chat
+        from ragen_rllib.precision import resolve_engine_dtype
 
         mc = self.config.model_config or {}
-        # "auto" reaches the engine, which resolves it on its own device like the learner's module does.
         kwargs = {"dtype": mc.get("dtype", "auto"), **dict(self.config.engine_kwargs or {})}
+        device = engine_device(self.config.num_gpus_per_env_runner)
+        kwargs["dtype"] = resolve_engine_dtype(kwargs["dtype"], mc.get("autocast", "auto"), device)
         if not (self.config.engine == "vllm" or (self.config.engine == "auto" and vllm_available())):
-            kwargs.setdefault("device", engine_device(self.config.num_gpus_per_env_runner))  # vLLM places itself
+            kwargs.setdefault("device", device)  # vLLM places itself
         if not self.config.num_gpus_per_env_runner:
             kwargs.setdefault("num_threads", engine_threads(self.config.num_cpus_per_env_runner))
         for module_id in self.module_ids:  # one engine per module: a module's weights reach its engine only

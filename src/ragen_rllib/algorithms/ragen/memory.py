@@ -47,7 +47,7 @@ from __future__ import annotations
 import json
 import logging
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -203,8 +203,12 @@ def default_memory_bytes(device_type: str = "cpu", cpu_learners: int = 1, device
         import torch
 
         return int(GPU_MEMORY_SHARE * torch.cuda.get_device_properties(device_index).total_memory)
-    total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    return int(CPU_MEMORY_SHARE * total / max(cpu_learners, 1))
+    return int(CPU_MEMORY_SHARE * machine_memory_bytes() / max(cpu_learners, 1))
+
+
+def machine_memory_bytes() -> int:
+    """This machine's RAM (the one reading of it; tests set it to a machine size)."""
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
 
 
 def resolve_token_budget(est: LearnerMemory, memory_bytes: float, longest_row: int, requested: int | None,
@@ -231,6 +235,36 @@ def resolve_token_budget(est: LearnerMemory, memory_bytes: float, longest_row: i
         raise ValueError(f"max_tokens_per_micro_batch={requested}: a micro-batch of {need} tokens needs an estimated "
                          f"{est.describe(need)}, {over}: {lower}{_fixes(est, memory_bytes, longest_row, need)}")
     return requested
+
+
+#: model_config['gradient_checkpointing'] values; "auto" (the default) turns it on only where one row needs it
+CHECKPOINTING_VALUES = (True, False, "auto")
+
+
+def validate_checkpointing(value: object, key: str = "model_config['gradient_checkpointing']") -> None:
+    """Raise ValueError naming ``key``, the value and the allowed values unless ``value`` is one of them."""
+    if not (isinstance(value, bool) or value == "auto"):
+        raise ValueError(f"{key}={value!r} is invalid: use one of {CHECKPOINTING_VALUES} ('auto': on only where one "
+                         "row of max_model_len tokens does not fit learner_memory_gib without it)")
+
+
+def auto_checkpointing(est: LearnerMemory, setting: object, memory_bytes: float, longest_row: int) -> LearnerMemory:
+    """The estimate with ``model_config['gradient_checkpointing']`` resolved: ``"auto"`` turns checkpointing on
+    when one row of ``longest_row`` tokens does not fit ``memory_bytes`` without it and does with it (else the
+    estimate stays as it is, and :func:`resolve_token_budget` names the fixes); True/False are kept as given."""
+    if setting != "auto" or est.gradient_checkpointing or est.max_tokens(memory_bytes) >= longest_row:
+        return est
+    on = replace(est, gradient_checkpointing=True)
+    return on if on.max_tokens(memory_bytes) >= longest_row else est
+
+
+def auto_checkpointing_note(est: LearnerMemory, memory_bytes: float, longest_row: int, memory_text: str) -> str:
+    """The one line that says ``"auto"`` turned gradient checkpointing on, and why."""
+    off = replace(est, gradient_checkpointing=False).peak_bytes(longest_row) / GIB
+    return (f"model_config['gradient_checkpointing']='auto': on, since one row of max_model_len={longest_row} tokens "
+            f"needs an estimated {off:.1f} GiB without it and {est.peak_bytes(longest_row) / GIB:.1f} GiB with it, "
+            f"within {memory_text.split(' ')[0]}={memory_bytes / GIB:.1f} GiB (set it to False, or lower "
+            "max_model_len to the run's longest transcript, to train without recomputation)")
 
 
 def _fixes(est: LearnerMemory, memory_bytes: float, longest_row: int, tokens: int | None = None) -> str:
@@ -285,7 +319,7 @@ def config_estimate(config, shape: ModelShape) -> LearnerMemory:
     return LearnerMemory(shape=shape, params=params + (trainable if lora else 0), trainable=trainable,
                          weight_bytes=weight_bytes,
                          autocast=resolve_autocast(mc.get("autocast", "auto"), device) is not None,
-                         gradient_checkpointing=bool(mc.get("gradient_checkpointing")),
+                         gradient_checkpointing=mc.get("gradient_checkpointing", "auto") is True,
                          logprob_chunk=int(mc.get("logprob_chunk", 256) or 0),
                          reference_copy=bool(config.use_kl_loss or config.use_kl_in_reward) and not lora)
 
@@ -314,8 +348,12 @@ def check_config(config) -> int | None:
     if shape is None:
         return None
     memory, text = learner_memory_bytes(config, device)
-    return resolve_token_budget(config_estimate(config, shape), memory, config.max_model_len,
-                                config.max_tokens_per_micro_batch, text)
+    setting = (config.model_config or {}).get("gradient_checkpointing", "auto")
+    est = auto_checkpointing(config_estimate(config, shape), setting, memory, config.max_model_len)
+    budget = resolve_token_budget(est, memory, config.max_model_len, config.max_tokens_per_micro_batch, text)
+    if est.gradient_checkpointing and setting == "auto":
+        logger.info("%s", auto_checkpointing_note(est, memory, config.max_model_len, text))
+    return budget
 
 
 def module_estimate(module, device, reference_copy: bool) -> LearnerMemory:
@@ -332,12 +370,17 @@ def module_estimate(module, device, reference_copy: bool) -> LearnerMemory:
 
 def learner_token_budget(module, config, device, reference_copy: bool) -> tuple[int, str]:
     """The learner's budget at build (:func:`resolve_token_budget` for its module on its device) and a line that
-    says how it was chosen."""
+    says how it was chosen. ``gradient_checkpointing='auto'`` is resolved here (:func:`auto_checkpointing`) and
+    switched on in ``module`` when it is needed."""
     import torch
 
     device = torch.device(device)
     est = module_estimate(module, device, reference_copy)
     memory, text = learner_memory_bytes(config, device.type, device.index or 0)
-    budget = resolve_token_budget(est, memory, config.max_model_len, config.max_tokens_per_micro_batch, text)
+    resolved = auto_checkpointing(est, module.gradient_checkpointing, memory, config.max_model_len)
+    if resolved is not est:
+        module.enable_gradient_checkpointing()
+        logger.info("%s", auto_checkpointing_note(resolved, memory, config.max_model_len, text))
+    budget = resolve_token_budget(resolved, memory, config.max_model_len, config.max_tokens_per_micro_batch, text)
     how = "max_tokens_per_micro_batch" if config.max_tokens_per_micro_batch is not None else "automatic"
-    return budget, f"{how}; {text}={memory / GIB:.1f} GiB, estimate {est.describe(budget)}"
+    return budget, f"{how}; {text}={memory / GIB:.1f} GiB, estimate {resolved.describe(budget)}"

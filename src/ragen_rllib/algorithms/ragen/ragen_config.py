@@ -284,9 +284,12 @@ class RagenConfig(AlgorithmConfig, RagenHyperparams):
             bad("lr_min_ratio", "use a fraction in [0, 1]")
 
     def _validate_precision(self) -> None:
-        """model_config's ``dtype``/``autocast`` (both default ``"auto"``, see :mod:`ragen_rllib.precision`)."""
+        """model_config's ``dtype``, ``autocast`` (:mod:`ragen_rllib.precision`) and ``gradient_checkpointing``."""
+        from ragen_rllib.algorithms.ragen.memory import validate_checkpointing
+
         mc = self.model_config or {}
-        for key, check in (("dtype", validate_dtype), ("autocast", validate_autocast)):
+        for key, check in (("dtype", validate_dtype), ("autocast", validate_autocast),
+                           ("gradient_checkpointing", validate_checkpointing)):
             if key in mc:
                 try:
                     check(mc[key], f"model_config[{key!r}]")

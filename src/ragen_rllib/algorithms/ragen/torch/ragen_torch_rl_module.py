@@ -17,8 +17,11 @@
   fused step over vocabulary slices, any other head goes ``logprob_chunk`` positions at a time under activation
   checkpointing. Memory then scales with the hidden size, not the vocabulary. Models that post-process logits
   (``final_logit_softcapping``) always take the full pass.
-- ``gradient_checkpointing``: ``True`` recomputes each transformer block's activations in backward
-  (Hugging Face's ``gradient_checkpointing_enable``): less memory for one more forward.
+- ``gradient_checkpointing``: ``"auto"`` (default) | ``True`` | ``False``. ``True`` recomputes each transformer
+  block's activations in backward (Hugging Face's ``gradient_checkpointing_enable``): less memory for one more
+  forward. ``"auto"``: the learner turns it on at build only when one row of ``max_model_len`` tokens would not
+  fit ``learner_memory_gib`` without it (:func:`ragen_rllib.algorithms.ragen.memory.auto_checkpointing`), and
+  logs one line saying so.
 - ``share_prompt_prefix``: ``True`` (default): with ``logprob_chunk`` on and no gradient checkpointing, the
   prefix that every row of a forward pass shares (a group's prompt, the system text of all groups) is computed
   once when it is at least half the rows (:func:`ragen_rllib.shared_prefix.shared_prefix_hidden`; equal to the
@@ -64,6 +67,7 @@ class RagenTorchRLModule(TorchRLModule, InferenceOnlyAPI):
     def setup(self) -> None:
         from transformers import AutoModelForCausalLM
 
+        from ragen_rllib.algorithms.ragen.memory import validate_checkpointing
         from ragen_rllib.models.registry import resolve_model
         from ragen_rllib.precision import resolve_dtype, validate_autocast, validate_dtype
 
@@ -88,12 +92,12 @@ class RagenTorchRLModule(TorchRLModule, InferenceOnlyAPI):
         self.logprob_chunk = int(cfg.get("logprob_chunk", DEFAULT_LOGPROB_CHUNK) or 0)
         if self.logprob_chunk and getattr(self.lm.config.get_text_config(), "final_logit_softcapping", None):
             self.logprob_chunk = 0  # logits = lm_head(hidden) does not hold for it: the full pass
-        if cfg.get("gradient_checkpointing"):
-            self.lm.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
-            if self.lora:
-                self.lm.enable_input_require_grads()  # checkpointed blocks need an input that requires grad
-        # a key/value cache does not go with activation checkpointing (Hugging Face turns the cache off)
-        self.share_prefix = bool(cfg.get("share_prompt_prefix", True)) and not cfg.get("gradient_checkpointing")
+        #: the gradient_checkpointing setting ("auto" is resolved by the learner, see the module docstring)
+        self.gradient_checkpointing = cfg.get("gradient_checkpointing", "auto")
+        validate_checkpointing(self.gradient_checkpointing)
+        self.share_prefix = bool(cfg.get("share_prompt_prefix", True))
+        if self.gradient_checkpointing is True:
+            self.enable_gradient_checkpointing()
         #: Whether the entropy output carries gradients; the learner turns it off when entropy_coeff is 0,
         #: so the entropy is then a metric computed without autograd (saves ~15% of a CPU update).
         self.entropy_requires_grad = True
@@ -103,6 +107,13 @@ class RagenTorchRLModule(TorchRLModule, InferenceOnlyAPI):
             torch.nn.init.zeros_(head.weight)
             torch.nn.init.zeros_(head.bias)
             setattr(self, VALUE_HEAD, head)
+
+    def enable_gradient_checkpointing(self) -> None:
+        """Recompute each transformer block's activations in backward (Hugging Face's checkpointing)."""
+        self.lm.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        if self.lora:
+            self.lm.enable_input_require_grads()  # checkpointed blocks need an input that requires grad
+        self.share_prefix = False  # a key/value cache does not go with activation checkpointing (HF turns it off)
 
     @property
     def has_value_head(self) -> bool:
