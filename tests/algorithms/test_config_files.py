@@ -176,3 +176,19 @@ def test_every_shipped_run_fits_a_24_gib_machine_with_its_own_model(path, bf16_u
     config = RagenConfig.from_yaml(path)
     config.validate()
     assert memory.check_config(config) >= config.max_model_len
+
+
+def test_ragens_3600_token_rows_fit_by_auto_checkpointing_unless_the_user_turned_it_off(monkeypatch, caplog):
+    from ragen_rllib import precision
+    from ragen_rllib.algorithms.ragen import memory
+
+    monkeypatch.setattr(memory, "machine_memory_bytes", lambda: 24 * memory.GIB)
+    monkeypatch.setattr(precision, "cpu_has_bf16_units", lambda: False)  # fp32 activations (an AVX2-only CPU)
+    path = CONFIGS / "runs" / "sokoban_smollm2_cpu.yaml"
+    with caplog.at_level("INFO", logger="ragen_rllib.memory"):
+        RagenConfig.from_yaml(path, ["training.max_model_len=3600"]).validate()
+    assert "'auto': on, since one row of max_model_len=3600" in caplog.text
+    off = RagenConfig.from_yaml(path, ["training.max_model_len=3600",
+                                       "rl_module.model_config.gradient_checkpointing=false"])
+    with pytest.raises(ValueError, match=r"max_model_len=3600: .* set model_config\['gradient_checkpointing'\]=True"):
+        off.validate()
