@@ -34,6 +34,7 @@ from ragen_rllib.algorithms.ragen.driver.one_step_off import (
 from ragen_rllib.algorithms.ragen.driver.rollout_filter import varied_groups
 from ragen_rllib.algorithms.ragen.driver.rollout_metrics import rollout_metrics
 from ragen_rllib.algorithms.ragen.driver.runner_failures import assign_blocks
+from ragen_rllib.algorithms.ragen.driver.trace import TRACED_METRICS, batch_trace, write_trace
 from ragen_rllib.algorithms.ragen.ragen_config import RagenConfig
 from ragen_rllib.core import keys as K
 from ragen_rllib.core.env_tags import split_groups
@@ -144,7 +145,9 @@ class Ragen(Algorithm):
         return prepared
 
     def _learn(self, prepared: Prepared) -> None:
-        """One learner update per trained module on its kept trajectories (the weights version goes up by one)."""
+        """One learner update per trained module on its kept trajectories (the weights version goes up by one);
+        with ``trace_dir``, what each module trained on and its losses go to a trace file (:mod:`.driver.trace`)."""
+        traces = {}
         for update in module_updates(prepared, self._pad_id, self.config):
             rows = len(update.batch[K.INPUT_IDS])
             learner_results = self.learner_group.update(
@@ -158,6 +161,12 @@ class Ragen(Algorithm):
             self.metrics.aggregate(learner_results, key=LEARNER_RESULTS)
             self.metrics.log_value((LEARNER_RESULTS, update.module_id, K.PADDING_FRACTION),
                                    padding_fraction(update.batch), window=1)
+            if self.config.trace_dir:
+                traces[update.module_id] = {**batch_trace(update.batch), "learner": {
+                    name: float(self.metrics.peek((LEARNER_RESULTS, update.module_id, name)))
+                    for name in TRACED_METRICS if (LEARNER_RESULTS, update.module_id, name) in self.metrics}}
+        if self.config.trace_dir:
+            write_trace(self.config.trace_dir, self._step, traces)
         self._version += 1
 
     def _reasoning_mi(self, trajectories) -> dict[str, float]:
