@@ -109,14 +109,13 @@ def main() -> None:
 
     warm = args.model or str(smollm2_model(cache, args.env, log=lambda line: print(line, flush=True)))
 
-    import torch
-
     from ragen_rllib import init_ray
     from ragen_rllib.precision import cpu_info
 
+    # the learner runs in this process with torch's own thread count, as with the Python API (a thread count of
+    # its own would round the update differently from `ragen-rllib train` and the API on the same config)
     init_ray(num_cpus=4, _temp_dir=str(cache / "ray"), log_to_driver=False,
              include_dashboard=False)  # its ~1.2 GB of processes do not fit beside SmolLM2's learner in 24 GiB
-    torch.set_num_threads(os.cpu_count() or 1)
     config, iterations = load_config(args, warm)
     maps = config.val_env_groups
     record = {"env": args.env, "seed": args.seed, "model": warm, "base_model": BASE, "cpu": cpu_info(),

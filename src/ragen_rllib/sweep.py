@@ -32,6 +32,9 @@ from ray import tune
 from ragen_rllib.core import keys as K
 
 RECORD, TABLE = "sweep.json", "sweep.md"
+#: what a row of the record holds besides the swept values (summarize writes them; sweep_report reads them)
+OUTCOME_KEYS = ("validation_success_before", "validation_valid_actions_before", "validation_success",
+                "validation_return", "validation_valid_actions", "iterations", "wall_s", "error", "best_checkpoint")
 DEFAULT_METRIC = f"evaluation/env_runners/{K.SUCCESS_RATE}"
 
 
@@ -53,9 +56,9 @@ def swept_values(config: Mapping[str, Any], space: Mapping[str, Any]) -> dict[st
     return out
 
 
-def _before(frame) -> float | None:
-    """Validation success before training (``val_before_train``) from a trial's per-iteration dataframe."""
-    column = f"evaluation_before_training/env_runners/{K.SUCCESS_RATE}"
+def _before(frame, metric: str = K.SUCCESS_RATE) -> float | None:
+    """A validation metric before training (``val_before_train``) from a trial's per-iteration dataframe."""
+    column = f"evaluation_before_training/env_runners/{metric}"
     if frame is None or column not in getattr(frame, "columns", ()):
         return None
     values = frame[column].dropna()
@@ -68,7 +71,7 @@ def summarize(results, space: Mapping[str, Any], metric: str, mode: str) -> list
     for result in results:
         last = result.metrics or {}
         val = (last.get("evaluation") or {}).get("env_runners") or {}
-        before = _before(getattr(result, "metrics_dataframe", None))
+        frame = getattr(result, "metrics_dataframe", None)
         best = None
         if result.checkpoint is not None:
             try:
@@ -76,10 +79,12 @@ def summarize(results, space: Mapping[str, Any], metric: str, mode: str) -> list
             except (KeyError, RuntimeError, ValueError):
                 best = None
         rows.append({**swept_values(result.config, space),
-                     "validation_success_before": before, "validation_success": val.get(K.SUCCESS_RATE),
+                     "validation_success_before": _before(frame),
+                     "validation_valid_actions_before": _before(frame, K.ACTION_VALID_RATE),
+                     "validation_success": val.get(K.SUCCESS_RATE),
                      "validation_return": val.get(K.EPISODE_RETURN_MEAN),
                      "validation_valid_actions": val.get(K.ACTION_VALID_RATE),
-                     "iterations": last.get("training_iteration"),
+                     "iterations": last.get("training_iteration"), "wall_s": last.get("time_total_s"),
                      "error": repr(result.error) if result.error else None,
                      "best_checkpoint": str(best.path) if best is not None else None})
     return sorted(rows, key=lambda r: json.dumps([r[k] for k in swept_values({}, space)], default=str))

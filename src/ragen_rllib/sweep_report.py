@@ -16,10 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ragen_rllib.sweep import RECORD
-
-OUTCOME_KEYS = ("validation_success_before", "validation_success", "validation_return", "validation_valid_actions",
-                "iterations", "error", "best_checkpoint")
+from ragen_rllib.sweep import OUTCOME_KEYS, RECORD
 
 
 @dataclass(frozen=True)
