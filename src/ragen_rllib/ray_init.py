@@ -142,19 +142,24 @@ def init_ray(**ray_kwargs: Any):
     return context
 
 
-def learner_cpu_threads() -> int | None:
-    """Torch threads for a learner on CPU: the CPUs Ray assigned the worker it runs in (at least 1), which is Ray's
-    own default for a worker's OpenMP threads (``learners.num_cpus_per_learner``; with ``num_learners=0`` the
-    trial's driver gets ``max(num_cpus_per_learner, num_cpus_for_main_process)``). None, to leave the threads as
-    they are, outside a Ray worker (a driver keeps its own) and where the user set ``OMP_NUM_THREADS`` themselves."""
-    if os.environ.get(OMP_DEFAULTED) != "1":
-        return None
+def learner_cpu_threads(num_cpus_per_learner: Any = None) -> int | None:
+    """Torch threads for a learner on CPU, by one rule wherever it runs, so that every entry point (the Python API,
+    an example, a Tune trial) rounds the same update alike: the CPUs its config asks for.
+
+    In a Ray worker, the CPUs Ray assigned it (at least 1), which is Ray's own default for a worker's OpenMP threads
+    (``learners.num_cpus_per_learner``; with ``num_learners=0`` the trial's driver gets ``max(num_cpus_per_learner,
+    num_cpus_for_main_process)``). In a driver (a local learner), ``num_cpus_per_learner`` when it is a number.
+    None, to leave the threads as they are, where the user set ``OMP_NUM_THREADS`` themselves, and in a driver whose
+    config leaves ``num_cpus_per_learner`` to RLlib (``"auto"``)."""
     import ray
 
-    if not ray.is_initialized():
-        return None
-    context = ray.get_runtime_context()
+    context = ray.get_runtime_context() if ray.is_initialized() else None
     # Ray's public API has no "am I a worker" call; get_assigned_resources asserts on this same private mode.
-    if context.worker.mode != ray._private.worker.WORKER_MODE:
+    if context is not None and context.worker.mode == ray._private.worker.WORKER_MODE:
+        if os.environ.get(OMP_DEFAULTED) != "1":
+            return None
+        return max(1, int(context.get_assigned_resources().get("CPU", 0)))
+    if "OMP_NUM_THREADS" in os.environ or isinstance(num_cpus_per_learner, bool) \
+            or not isinstance(num_cpus_per_learner, (int, float)) or num_cpus_per_learner < 1:
         return None
-    return max(1, int(context.get_assigned_resources().get("CPU", 0)))
+    return int(num_cpus_per_learner)

@@ -1,6 +1,7 @@
-"""A learner on CPU uses one torch thread per CPU Ray gave its process (Ray's own default for a worker's OpenMP
-threads), unless the user set ``OMP_NUM_THREADS`` themselves; the vLLM-CPU fix (``OMP_NUM_THREADS=1`` for every Ray
-worker) would otherwise leave a learner with one thread whatever ``num_cpus_per_learner`` it asked for."""
+"""A learner on CPU uses one torch thread per CPU its config asks for, wherever it runs (in a Ray worker: per CPU
+Ray gave it, Ray's own default for OpenMP threads; in a driver: ``num_cpus_per_learner``), unless the user set
+``OMP_NUM_THREADS`` themselves; the vLLM-CPU fix (``OMP_NUM_THREADS=1`` for every Ray worker) would otherwise leave
+a learner with one thread whatever ``num_cpus_per_learner`` it asked for."""
 
 import pytest
 import torch
@@ -21,9 +22,13 @@ def test_the_marker_is_set_only_when_omp_threads_are_the_cpu_fixs_default(monkey
     assert OMP_DEFAULTED not in ray_init_kwargs()["runtime_env"]["env_vars"]
 
 
-def test_outside_a_ray_actor_the_threads_are_left_alone(monkeypatch):
-    monkeypatch.setenv(OMP_DEFAULTED, "1")
-    assert learner_cpu_threads() is None  # this process is a driver (or Ray is not started)
+def test_in_a_driver_a_learner_takes_the_cpus_its_config_asks_for_unless_the_user_set_omp(monkeypatch):
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    assert learner_cpu_threads(2) == 2  # as a Tune trial's learner with num_cpus_per_learner: 2 gets
+    assert learner_cpu_threads("auto") is None and learner_cpu_threads(None) is None  # RLlib's choice: left alone
+    assert learner_cpu_threads(0) is None and learner_cpu_threads(True) is None
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    assert learner_cpu_threads(2) is None  # the user's own setting
 
 
 @pytest.mark.slow

@@ -38,10 +38,10 @@ class RagenTorchLearner(RagenLearner, TorchLearner):
     @override(TorchLearner)
     def build(self) -> None:
         super().build()
-        threads = learner_cpu_threads() if self.device.type == "cpu" else None
-        if threads is not None:  # Ray's default for a worker, which the vLLM-CPU fix (OMP_NUM_THREADS=1) overrides
+        threads = learner_cpu_threads(self.config.num_cpus_per_learner) if self.device.type == "cpu" else None
+        if threads is not None:  # the CPUs the config asks for (the vLLM-CPU fix, OMP_NUM_THREADS=1, would give 1)
             set_cpu_threads(threads)
-            logger.info("learner on CPU: %d torch threads (the CPUs Ray gave this process)", threads)
+            logger.info("learner on CPU: %d torch threads (the CPUs its config asks for)", threads)
         self._micro_metrics: dict[tuple[str, str], float] = defaultdict(float)  # weighted sums over micro-batches
         self._ref_lms: dict[str, torch.nn.Module] = {}
         for module_id, module in self.module.items():
