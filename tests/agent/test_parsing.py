@@ -138,3 +138,33 @@ def test_reject_empty_actions_gives_the_format_penalty_in_a_turn():
         assert result.actions == ("Right",)
         assert result.penalized is penalized
         assert result.reward == pytest.approx(cfg.format_penalty if penalized else 0.0)
+
+
+@pytest.mark.parametrize("text, extra", [("<think>x</think><answer> Down || Right || Up </answer>", True),
+                                         ("<think>x</think><answer> Down || Right || Up || Up || Left </answer>", True),
+                                         ("<think>x</think><answer> Down || Right </answer>", False)])
+def test_reject_extra_actions_breaks_the_format_of_an_answer_with_too_many_actions(text, extra):
+    strict = AgentConfig(reject_extra_actions=True)
+    lax = parse(text)
+    assert lax.format_ok and lax.num_invalid == 0 and lax.actions == ("Down", "Right")  # RAGEN: extras dropped
+    p = parse(text, strict)
+    assert p.format_ok is not extra
+    assert p.actions == (() if extra else ("Down", "Right"))  # nothing of a broken answer executes
+
+
+def test_reject_extra_actions_gives_the_format_penalty_and_moves_nothing():
+    import gymnasium as gym
+
+    import ragen_rllib.envs  # noqa: F401  (registers ragen/*)
+    from ragen_rllib.agent.turns import execute_turn
+
+    strict = AgentConfig(reject_extra_actions=True)
+    text = "<think>go</think><answer>Right || Down || Down</answer>"
+    for cfg, penalized, moved in ((CFG, False, ("Right", "Down")), (strict, True, ())):
+        env = gym.make("ragen/FrozenLake-v0", size=4, is_slippery=False)
+        state, _ = env.reset(seed=123)
+        result = execute_turn(env, parse(text, cfg), cfg, cfg.max_actions_per_traj, state)
+        assert result.actions == moved
+        assert result.penalized is penalized
+        if penalized:
+            assert result.reward == pytest.approx(cfg.format_penalty)

@@ -31,6 +31,13 @@ class AgentConfig:
             ``||``) as an invalid action, so the turn gets the format penalty. False is RAGEN's parser, which
             drops empty parts silently; under aggressive RL updates a policy can then fill its answers with
             empty parts and still be "valid" (a collapse mode seen on the tiny models).
+        reject_extra_actions: an answer with more than ``max_actions_per_turn`` actions breaks the format: none
+            of its actions execute and the turn gets the format penalty. False is RAGEN's parser, which runs the
+            first ``max_actions_per_turn`` and drops the rest silently: the dropped ones are never executed and
+            never penalised, so RL credits them with the outcome of the ones that ran, and a policy can grow its
+            action lists until its answers run past ``max_response_tokens`` and lose the format (a collapse mode
+            of SmolLM2 on slippery FrozenLake). A penalty alone, with the first actions still run, did not stop
+            that drift: a success outweighs it.
     """
 
     max_turns: int = 5
@@ -45,6 +52,7 @@ class AgentConfig:
     context_window: int = 2
     system_prefix: str = "You're a helpful assistant. "
     reject_empty_actions: bool = False
+    reject_extra_actions: bool = False
 
     def __post_init__(self) -> None:
         _check(self.context_mode in CONTEXT_MODES, "context_mode", self.context_mode, f"one of {CONTEXT_MODES}")

@@ -63,7 +63,9 @@ def parse_response(text: object, cfg: AgentConfig, action_names: Sequence[str]) 
     when ``cfg.enable_think`` is False); the tags may not nest. Text after ``</answer>`` is ignored. The
     answer is split on ``cfg.action_sep``, cut to ``cfg.max_actions_per_turn`` parts and matched
     case-insensitively to ``action_names``; with no action names (free-form envs) the answer is one action.
-    Empty parts are dropped (RAGEN), or counted as invalid actions with ``cfg.reject_empty_actions``.
+    Empty parts are dropped (RAGEN), or counted as invalid actions with ``cfg.reject_empty_actions``; parts past
+    ``cfg.max_actions_per_turn`` are dropped (RAGEN), or break the format with ``cfg.reject_extra_actions``
+    (nothing executes).
     """
     if not isinstance(text, str):
         return FAILED
@@ -86,7 +88,10 @@ def parse_response(text: object, cfg: AgentConfig, action_names: Sequence[str]) 
                               actions=(answer,) if answer else ())
     raw = [p.strip() for p in answer.split(cfg.action_sep)]
     empty = sum(not p for p in raw) if cfg.reject_empty_actions else 0
-    parts = [p for p in raw if p][: cfg.max_actions_per_turn]
+    named = [p for p in raw if p]
+    if cfg.reject_extra_actions and len(named) > cfg.max_actions_per_turn:
+        return ParsedResponse(format_ok=False, think=think.strip(), answer=answer)
+    parts = named[: cfg.max_actions_per_turn]
     by_lower = {name.lower(): name for name in action_names}
     actions = tuple(by_lower[p.lower()] for p in parts if p.lower() in by_lower)
     return ParsedResponse(

@@ -187,6 +187,7 @@ class RagenHyperparams:
     context_window: int = _agent("context_window")
     system_prefix: str = _agent("system_prefix")
     reject_empty_actions: bool = _agent("reject_empty_actions")
+    reject_extra_actions: bool = _agent("reject_extra_actions")
 
 
 #: enumerated keys -> allowed values (``filter_strategy`` also takes None: off).
