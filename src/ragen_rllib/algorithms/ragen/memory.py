@@ -269,7 +269,7 @@ def auto_checkpointing_note(est: LearnerMemory, memory_bytes: float, longest_row
 
 def _fixes(est: LearnerMemory, memory_bytes: float, longest_row: int, tokens: int | None = None) -> str:
     parts = []
-    gc = LearnerMemory(**{**est.__dict__, "gradient_checkpointing": True}).max_tokens(memory_bytes)
+    gc = replace(est, gradient_checkpointing=True).max_tokens(memory_bytes)
     if not est.gradient_checkpointing and gc >= longest_row:
         parts.append(f"set model_config['gradient_checkpointing']=True (then {gc} tokens fit)")
     rows = est.max_tokens(memory_bytes)

@@ -34,7 +34,7 @@ from ragen_rllib.algorithms.ragen.driver.one_step_off import (
 from ragen_rllib.algorithms.ragen.driver.rollout_filter import varied_groups
 from ragen_rllib.algorithms.ragen.driver.rollout_metrics import rollout_metrics
 from ragen_rllib.algorithms.ragen.driver.runner_failures import assign_blocks
-from ragen_rllib.algorithms.ragen.driver.trace import TRACED_METRICS, batch_trace, write_trace
+from ragen_rllib.algorithms.ragen.driver.trace import batch_trace, learner_trace, write_trace
 from ragen_rllib.algorithms.ragen.ragen_config import RagenConfig
 from ragen_rllib.core import keys as K
 from ragen_rllib.core.env_tags import split_groups
@@ -162,9 +162,8 @@ class Ragen(Algorithm):
             self.metrics.log_value((LEARNER_RESULTS, update.module_id, K.PADDING_FRACTION),
                                    padding_fraction(update.batch), window=1)
             if self.config.trace_dir:
-                traces[update.module_id] = {**batch_trace(update.batch), "learner": {
-                    name: float(self.metrics.peek((LEARNER_RESULTS, update.module_id, name)))
-                    for name in TRACED_METRICS if (LEARNER_RESULTS, update.module_id, name) in self.metrics}}
+                traces[update.module_id] = {**batch_trace(update.batch),
+                                            "learner": learner_trace(self.metrics, (LEARNER_RESULTS, update.module_id))}
         if self.config.trace_dir:
             write_trace(self.config.trace_dir, self._step, traces)
         self._version += 1

@@ -97,7 +97,7 @@ class RagenHyperparams:
     mi_samples: int = _h(8, "trajectories (one per group) the mutual-information estimate scores pairwise")
     trace_dir: str | None = _h(None, (
         "write each iteration's update batches (sampled token ids, scores, advantages) and losses to "
-        "<trace_dir>/iter_NNNN.json, to compare runs (None: off)"))
+        "<trace_dir>/iter_NNNN.json, to compare runs (None: off; the trials of a sweep would share it)"))
 
     # ---- early stops (RAGEN's rules; patience None turns a rule off)
     early_stop_std_ratio: float = _h(0.1, (

@@ -32,6 +32,11 @@ def batch_trace(batch: Mapping[str, np.ndarray]) -> dict[str, list]:
             "advantages": [adv[r][mask[r]].tolist() for r in range(len(ids))]}
 
 
+def learner_trace(metrics, path: tuple[str, ...]) -> dict[str, float]:
+    """The :data:`TRACED_METRICS` an RLlib ``MetricsLogger`` holds under ``path`` (e.g. ``("learners", module)``)."""
+    return {name: float(metrics.peek((*path, name))) for name in TRACED_METRICS if (*path, name) in metrics}
+
+
 def write_trace(trace_dir: str | os.PathLike, step: int, modules: Mapping[str, dict[str, Any]]) -> Path:
     """``<trace_dir>/iter_<step+1 as 4 digits>.json`` holding ``{"step": step, "modules": modules}``."""
     path = Path(trace_dir).expanduser() / f"iter_{step + 1:04d}.json"
