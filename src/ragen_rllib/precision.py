@@ -10,7 +10,7 @@ So every precision setting of the project defaults to ``"auto"``:
   weights; CPU speed comes from autocast.
 - a run's generation engine (:func:`resolve_engine_dtype`): the precision the learner computes in, so bf16 on a
   CPU with bf16 units under the learner's default autocast (there vLLM-CPU generates faster in bf16) and fp32
-  on a CPU without them (there it generates ~3x faster in fp32); the synced fp32 weights are cast on load.
+  on a CPU without them (there it generates faster in fp32); the synced fp32 weights are cast on load.
 
 An explicit ``"bfloat16"`` is honoured everywhere, with one warning per process on a CPU without bf16 units.
 This module depends only on torch and the standard library and does nothing at import time.
