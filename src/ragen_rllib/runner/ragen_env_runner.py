@@ -277,7 +277,8 @@ class RagenEnvRunner(EnvRunner):
 
 
 def engine_device(num_gpus: float) -> str:
-    """The HF engine's device: the GPU Ray gave this runner (``num_gpus_per_env_runner`` > 0), else the CPU."""
+    """A runner engine's device (HF places itself there; vLLM's precision follows it): the GPU Ray gave this runner
+    (``num_gpus_per_env_runner`` > 0), else the CPU."""
     import torch
 
     return "cuda" if num_gpus and torch.cuda.is_available() else "cpu"
