@@ -101,7 +101,7 @@ def run_entry_point(name: str, args, work: Path) -> Path:
 
 def main(argv=None) -> int:
     from ragen_rllib.algorithms.ragen.driver.trace import read_trace
-    from ragen_rllib.precision import cpu_info
+    from ragen_rllib.core.precision import cpu_info
 
     args = parse_args(argv)
     work = Path(args.work or tempfile.mkdtemp(prefix="entry-points-")).resolve()

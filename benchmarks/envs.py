@@ -19,7 +19,7 @@ import gymnasium as gym
 import numpy as np
 
 from ragen_rllib.envs import BUILTIN_ENVS
-from ragen_rllib.envs.sokoban_levels import generate_level
+from ragen_rllib.envs.games.sokoban_levels import generate_level
 
 CONFIGS = {"ragen/Sokoban-v0": {"num_boxes": 1}}  # RAGEN's SimpleSokoban training tag
 OUT = Path(__file__).parent / "results" / "envs.json"

@@ -7,7 +7,7 @@ Run (on a CUDA machine with torch, transformers and peft; Ray and vLLM are not n
 
 It runs the learner's own math, not RLlib's plumbing (the GPU image has no Ray): per micro-batch of one row,
 the decoder's last hidden states under bf16 autocast, token log-probs and entropies a chunk of positions at a
-time (``ragen_rllib.logprobs.chunked_token_logprobs``, as ``RagenTorchRLModule`` does), the clipped policy loss
+time (``ragen_rllib.rl.logprobs.chunked_token_logprobs``, as ``RagenTorchRLModule`` does), the clipped policy loss
 and entropy bonus (``ragen_rllib.rl.losses``), gradient accumulation, grad-norm clipping and one AdamW step:
 fp32 master weights and optimizer state, as the learner keeps them. One warm-up update, then one timed update.
 Writes ``$OUT/gpu_check.json`` when ``OUT`` is set (the device machine's output folder), else
@@ -38,7 +38,7 @@ def update_fn(model, device: str, lora: bool, lr: float):
     """One learner update over a batch (dict of [B, T] tensors), micro-batches of one row."""
     import torch
 
-    from ragen_rllib.logprobs import chunked_token_logprobs
+    from ragen_rllib.rl.logprobs import chunked_token_logprobs
     from ragen_rllib.rl.losses import aggregate, policy_loss
 
     base = model.get_base_model() if lora else model

@@ -140,7 +140,7 @@ def main() -> None:
     if args.child:
         print("RESULT " + json.dumps(run_variant(args.model, args.child, args.iters)), flush=True)
         return
-    from ragen_rllib.precision import cpu_info
+    from ragen_rllib.core.precision import cpu_info
 
     sides = {}
     for name in args.variants:

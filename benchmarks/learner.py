@@ -17,7 +17,7 @@ Trained tokens/s counts the non-padding tokens. Three settings: one minibatch pe
 old-log-prob pass), two minibatches (the learner first recomputes old log-probs in a no-grad pass, RAGEN's
 way), and two minibatches with ``old_logprobs="engine"`` (the engine's sampling log-probs; no extra pass).
 Target >= 0.85. Both sides run in the precision ``--autocast`` (default ``auto``) resolves to on this machine
-(:mod:`ragen_rllib.precision`: bf16 autocast only with bf16 units, else fp32); the record names it and the CPU.
+(:mod:`ragen_rllib.core.precision`: bf16 autocast only with bf16 units, else fp32); the record names it and the CPU.
 ``--profile`` adds a torch.profiler table (top ops by self CPU time) of one update of each side.
 Writes benchmarks/results/learner.json (``--name``: benchmarks/results/NAME.json).
 """
@@ -116,7 +116,7 @@ def time_bare(model_dir: str, batch, minibatches: int, repeats: int, lr: float, 
     import torch
     from transformers import AutoModelForCausalLM
 
-    from ragen_rllib.logprobs import gather_token_logprobs
+    from ragen_rllib.rl.logprobs import gather_token_logprobs
 
     model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
     if lora:
@@ -176,14 +176,14 @@ def main() -> None:
     p.add_argument("--name", default="learner", help="results file name: benchmarks/results/NAME.json")
     args = p.parse_args()
     if args.model is None:
-        from ragen_rllib.models.demo_model import demo_model
+        from ragen_rllib.recipes.demo_model import demo_model
 
         args.model = str(demo_model(ROOT / ".cache"))
 
     import torch
 
+    from ragen_rllib.core.precision import cpu_info, resolve_autocast
     from ragen_rllib.models.registry import resolve_model
-    from ragen_rllib.precision import cpu_info, resolve_autocast
 
     amp = resolve_autocast(args.autocast, "cpu")
 

@@ -174,8 +174,8 @@ def write(args, points: list[dict]) -> None:
     import torch
 
     from ragen_rllib.algorithms.ragen import memory as M
+    from ragen_rllib.core.precision import cpu_info, resolve_autocast
     from ragen_rllib.models.registry import resolve_model
-    from ragen_rllib.precision import cpu_info, resolve_autocast
 
     shape = M.ModelShape.from_dir(resolve_model(args.model))
     amp = resolve_autocast(args.autocast, "cpu") is not None

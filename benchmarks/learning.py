@@ -42,9 +42,9 @@ def warm_model(env: str) -> Path:
 def build_warm_model(envs: dict[str, dict], settings: dict, label: str, eval_env: str | None = None) -> Path:
     """The small tiny model warm-started on ``envs`` (env -> env_config) with ``settings`` (episodes_per_env,
     epochs, noise), built once and cached under .cache/bench/; validated on ``eval_env`` (default: the first)."""
+    from ragen_rllib.core.precision import resolve_autocast
     from ragen_rllib.models.tiny import build_model
     from ragen_rllib.models.warm_start import REPORT_FILE, WarmStartConfig, warm_start
-    from ragen_rllib.precision import resolve_autocast
 
     precision = "bf16" if resolve_autocast("auto", "cpu") is not None else "fp32"
     name = f"small-{label}-{settings['episodes_per_env']}x{settings['epochs']}ep-noise{settings['noise']:g}-{precision}"
@@ -149,7 +149,7 @@ def main() -> None:
     import torch
 
     from ragen_rllib import init_ray
-    from ragen_rllib.precision import cpu_info
+    from ragen_rllib.core.precision import cpu_info
 
     init_ray(num_cpus=4, _temp_dir=str(ROOT / ".cache" / "ray"), log_to_driver=False)
     torch.set_num_threads(os.cpu_count() or 1)

@@ -11,7 +11,7 @@ with ``agent_to_module={"solver": "solver", "verifier": "verifier"}`` (two RL mo
 start; each module's GRPO groups hold its own agent's trajectories; one HF engine per module), and the pair's joint
 success (an accepted correct expression; the solver's and the verifier's success are the same event) before and
 after on ``--eval-games`` games at RAGEN's validation temperature 0.5, each role played by its own module's
-exported weights (``ragen_rllib.evaluation.evaluate_multi_agent_run``, as ``ragen-rllib eval``). SmolLM2's RL
+exported weights (``ragen_rllib.evaluation.evaluate.evaluate_multi_agent_run``, as ``ragen-rllib eval``). SmolLM2's RL
 settings are those of ``configs/runs/solver_verifier_smollm2_cpu.yaml`` (Dr. GRPO, lr 2e-5 with warm-up and cosine
 decay, a rollout filter with a 0.1 floor). The evaluation games use env seeds from 500000 on; the instance space (two
 numbers of 1-9, targets 1-20) is small, so evaluation problems also occur in training: this record is about the
@@ -57,8 +57,8 @@ from multi_agent_records import (  # noqa: E402
 
 OUT = Path(__file__).parent / "results"
 #: --pair -> its env and roles (each role its own RL module; the warm start is models.smollm2_demo.RECIPES[pair])
-PAIRS = {"solver_verifier": ("ragen_rllib.envs.solver_verifier:SolverVerifierEnv", ("solver", "verifier")),
-         "guided_lake": ("ragen_rllib.envs.guided_lake:GuidedLakeEnv", ("guide", "walker"))}
+PAIRS = {"solver_verifier": ("ragen_rllib.envs.multi_agent.solver_verifier:SolverVerifierEnv", ("solver", "verifier")),
+         "guided_lake": ("ragen_rllib.envs.multi_agent.guided_lake:GuidedLakeEnv", ("guide", "walker"))}
 PAIR = "solver_verifier"  # the pair of the record so far (set by main from --pair)
 ENV, ROLES = PAIRS[PAIR]
 EVAL_SEED = 500_000
@@ -71,7 +71,7 @@ MODELS = {
 
 def recipe():
     """The pair's env settings and agent settings (shared by both models' warm starts, RL and evaluation)."""
-    from ragen_rllib.models.smollm2_demo import RECIPES
+    from ragen_rllib.recipes.smollm2_demo import RECIPES
 
     return RECIPES[PAIR]
 
@@ -79,7 +79,7 @@ def recipe():
 def warm_model(args) -> Path:
     """The model warm-started on noisy-oracle pair games, both roles (built once, cached)."""
     if args.model == "smollm2":
-        from ragen_rllib.models.smollm2_demo import smollm2_model
+        from ragen_rllib.recipes.smollm2_demo import smollm2_model
 
         return smollm2_model(ROOT / ".cache", args.pair, log=lambda line: print(line, flush=True))
     from ragen_rllib.agent.config import AgentConfig
@@ -127,7 +127,7 @@ def config(model: Path, seed: int, args):
 def evaluate(model: str | Path, cfg, args) -> dict:
     """Joint success and each role's valid-answer rate over ``--eval-games`` games (``model``: a directory both
     roles play, or a checkpoint: each role its own module)."""
-    from ragen_rllib.evaluation import eval_envs, evaluate_multi_agent_run
+    from ragen_rllib.evaluation.evaluate import eval_envs, evaluate_multi_agent_run
 
     start = time.perf_counter()
     report = evaluate_multi_agent_run(model, cfg, eval_envs(cfg), episodes=args.eval_games, samples=1,
@@ -153,7 +153,7 @@ def verifier_probe(model: str | Path, problems: int = 64) -> dict:
     from ragen_rllib.agent.config import AgentConfig
     from ragen_rllib.agent.multi_agent import MultiAgentEpisode
     from ragen_rllib.agent.prompts import assistant_text, generation_prefill
-    from ragen_rllib.envs.solver_verifier import SolverVerifierEnv
+    from ragen_rllib.envs.multi_agent.solver_verifier import SolverVerifierEnv
     from ragen_rllib.models.demonstrations import response_ids
 
     cfg = AgentConfig.from_dict(recipe().agent)
@@ -206,7 +206,7 @@ def run(model: Path, seed: int, before: dict, args) -> dict:
         algo.stop()
     with tmp:
         after = evaluate(checkpoint, cfg, args)
-        from ragen_rllib.evaluation import export_checkpoint
+        from ragen_rllib.evaluation.evaluate import export_checkpoint
 
         if "verifier" in ROLES:
             after["verifier_probe"] = verifier_probe(export_checkpoint(checkpoint, Path(tmp.name) / "verifier",
@@ -271,7 +271,7 @@ def main(argv: list[str] | None = None) -> None:
     import torch
 
     from ragen_rllib import init_ray
-    from ragen_rllib.precision import cpu_info
+    from ragen_rllib.core.precision import cpu_info
 
     started = time.perf_counter()
     torch.set_num_threads(os.cpu_count() or 1)

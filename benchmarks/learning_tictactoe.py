@@ -38,7 +38,7 @@ sys.path.insert(0, str(Path(__file__).parent))  # the records' shared helpers, r
 from multi_agent_records import SMOLLM2_TRAINING, command_line, learner_stats, plot_lift, run_seeds  # noqa: E402
 
 OUT = Path(__file__).parent / "results"
-ENV = "ragen_rllib.envs.tictactoe:TicTacToeEnv"
+ENV = "ragen_rllib.envs.multi_agent.tictactoe:TicTacToeEnv"
 TRAIN = {"opening_moves": 2, "openings": "train"}
 HELD_OUT = {"opening_moves": 2, "openings": "validation"}
 EVAL_SEED = 500_000  # env seeds of the evaluation games (the split, not the seed, keeps them held out)
@@ -56,7 +56,7 @@ MODELS = {
 def warm_model(args) -> Path:
     """The model warm-started on noisy minimax games (built once, cached)."""
     if args.model == "smollm2":
-        from ragen_rllib.models.smollm2_demo import smollm2_model
+        from ragen_rllib.recipes.smollm2_demo import smollm2_model
 
         return smollm2_model(ROOT / ".cache", "tictactoe", log=lambda line: print(line, flush=True))
     from ragen_rllib.models.tiny import build_model
@@ -92,7 +92,7 @@ def evaluate(model: str | Path, args, seed: int = 0) -> dict:
 
 def run(model: Path, seed: int, before: dict, args) -> dict:
     from ragen_rllib import RagenConfig
-    from ragen_rllib.evaluation import export_checkpoint
+    from ragen_rllib.evaluation.evaluate import export_checkpoint
     from ragen_rllib.models.versus import GAME_AGENT
 
     config = (RagenConfig()
@@ -177,7 +177,7 @@ def main(argv: list[str] | None = None) -> None:
     import torch
 
     from ragen_rllib import init_ray
-    from ragen_rllib.precision import cpu_info
+    from ragen_rllib.core.precision import cpu_info
 
     started = time.perf_counter()
     torch.set_num_threads(os.cpu_count() or 1)

@@ -55,7 +55,7 @@ def main() -> None:
     p.add_argument("--results", default=str(OUT))
     p.add_argument("overrides", nargs="*", help="KEY=VALUE config overrides passed to the sweep")
     args = p.parse_args()
-    from ragen_rllib.precision import cpu_info
+    from ragen_rllib.core.precision import cpu_info
 
     model, warm_report = warm_model()
     out = Path(args.out).resolve()

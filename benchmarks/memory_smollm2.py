@@ -77,7 +77,7 @@ def main() -> None:
 
     from ragen_rllib import RagenConfig, init_ray
     from ragen_rllib.core import keys as K
-    from ragen_rllib.precision import cpu_info
+    from ragen_rllib.core.precision import cpu_info
 
     init_ray(num_cpus=4, _temp_dir=str(ROOT / ".cache" / "ray"), log_to_driver=False,
              include_dashboard=False)  # its ~1.2 GB of processes do not fit beside SmolLM2's learner in 24 GiB

@@ -247,8 +247,8 @@ def main() -> None:
         return
     import torch
 
+    from ragen_rllib.core.precision import cpu_info
     from ragen_rllib.models.registry import resolve_model
-    from ragen_rllib.precision import cpu_info
 
     t_start = time.time()
     results = {}

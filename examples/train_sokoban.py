@@ -31,7 +31,7 @@ def main() -> None:
     p.add_argument("overrides", nargs="*", metavar="section.key=value", help="dotlist overrides of the config")
     args = p.parse_args()
 
-    from ragen_rllib.training_run import train
+    from ragen_rllib.run.train import train
 
     overrides = [f"run.out_dir={args.out}", *args.overrides]
     if args.model:

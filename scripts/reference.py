@@ -73,7 +73,7 @@ def render() -> str:
              "+ `env_tags`, `val_env_tags`, `env_modules`" if s == "environment" else ""] for s in SECTIONS]
     rows.append(["`run`", len(RUN_KEYS), ", ".join(f"`{k}`" for k in RUN_KEYS)])
     rows.append(["`tune`", "-", "`param_space`, `metric`, `mode`, `scheduler`, `num_samples`, "
-                 "`max_concurrent_trials` (see `ragen_rllib.sweep`)"])
+                 "`max_concurrent_trials` (see `ragen_rllib.sweep.run`)"])
     out += _table(["section", "keys", "notes"], rows)
     out += ["## Advantage estimators (`adv_estimator`)", ""]
     out += _table(["name", "runs on", "critic", "groups", "meaning"],

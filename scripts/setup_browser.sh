@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Idempotent: install Chromium from Debian's packages for the browser test of `ragen-rllib view`
-# (tests/test_viewer.py opens the page headless). Needs root (or sudo) and apt; says so and fails otherwise.
+# (tests/evaluation/test_viewer.py opens the page headless). Needs root (or sudo) and apt; says so and fails otherwise.
 set -euo pipefail
 if command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1; then
   exit 0

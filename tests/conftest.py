@@ -32,7 +32,7 @@ def ray_temp_dir(name: str, unique: bool = False, below: str = "") -> Path:
     """A Ray temp dir for a test: ``.cache/<name>`` (``unique``: a fresh ``.cache/tmp/<name>XXXXXXXX``) when Ray's
     socket paths fit Linux's 107 bytes there (also under ``below``, where a test nests node temp dirs), else the
     same under the system's ``/tmp`` (a clone at a deep path)."""
-    from ragen_rllib.ray_init import DASHBOARD_SOCKET_TAIL, UNIX_SOCKET_PATH_MAX
+    from ragen_rllib.run.ray_init import DASHBOARD_SOCKET_TAIL, UNIX_SOCKET_PATH_MAX
 
     for parent in ((CACHE / "tmp", Path("/tmp")) if unique else (CACHE, Path("/tmp"))):
         longest = len(os.path.join(parent, name + ("X" * 8 if unique else ""), below, DASHBOARD_SOCKET_TAIL))

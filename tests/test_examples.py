@@ -125,9 +125,9 @@ def demo_seeds_run(tmp_path):
 
 
 @pytest.mark.slow
-# (``early_run``: it starts beside tests/test_cluster.py, whose client processes keep about one core busy, or else
+# (``early_run``: it starts beside tests/run/test_cluster.py, whose client processes keep about one core busy, or else
 # with this module, beside the two-at-a-time runs)
-@pytest.mark.early_run(demo_seeds_run, start_with=["tests/test_cluster.py", "tests/test_examples.py"])
+@pytest.mark.early_run(demo_seeds_run, start_with=["tests/run/test_cluster.py", "tests/test_examples.py"])
 def test_demo_seed_study_runs_each_seed_and_summarises(early_result):
     """benchmarks/demo_seeds.py on a tiny budget: the README's main command (examples/train_frozenlake.py, nano
     model, two iterations) once per seed, each with its record, checkpoint and curve; one summary with the CPU."""

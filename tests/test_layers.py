@@ -2,6 +2,7 @@
 list, and no group of modules imports itself in a circle. Read from the source with ``ast``, nothing imported."""
 
 import ast
+import re
 from collections import defaultdict
 from pathlib import Path
 
@@ -12,18 +13,20 @@ PACKAGE = "ragen_rllib"
 
 #: lowest first; a part may import only from parts on earlier lines (the top-level package is the public API)
 LAYERS = [
-    {"envs", "logprobs", "precision", "ray_reaper"},  # text games (no LLM); pure helpers
-    {"rl", "engines", "core", "shared_prefix", "ray_init", "loggers", "viewer", "demo"},  # math, engines, contracts
+    {"envs"},  # text environments: the contract, games, tool envs, multi-agent envs, a remote client (no LLM)
+    {"testing"},  # fault injection into envs, for tests
+    {"rl"},  # pure tensor math: advantages, losses, filters, log-probs
+    {"core"},  # cross-cutting contracts and rules: batch keys, precision, threads, weight sync
+    {"engines"},  # generation engines (vLLM, Hugging Face)
     {"agent"},  # prompts, parsing, transcripts (no RLlib)
     {"models"},  # tiny models, GGUF import, warm starts
     {"runner"},  # the RLlib env runner
     {"algorithms"},  # the RLlib algorithm, learner, module
+    {"evaluation"},  # evaluation on fixed seeds, the transcript viewer
+    {"run"},  # the commands' machinery: a training run, resources, loggers, Ray start-up, the env server
+    {"sweep"},  # Ray Tune sweeps
+    {"recipes"},  # demo models and the env demo (used by examples, benchmarks and `demo`)
     {"__init__"},  # the public API: RagenConfig, Ragen, init_ray
-    {"evaluation", "sweep_space", "sweep_state"},
-    {"resources"},
-    {"training_run"},
-    {"sweep"},
-    {"sweep_report"},
     {"cli"},
 ]
 RANK = {part: rank for rank, parts in enumerate(LAYERS) for part in parts}
@@ -33,6 +36,17 @@ KNOWN_PAIRS = {
     # default algo_class is the algorithm, and the algorithm's default config is the config.
     frozenset({"ragen_rllib.algorithms.ragen.ragen", "ragen_rllib.algorithms.ragen.ragen_config"}),
 }
+
+
+def test_the_readme_layout_lists_the_layers_in_order():
+    """The README's layout block names every part, lowest first, in an order these layers allow."""
+    readme = (SRC.parent / "README.md").read_text()
+    block = readme[readme.index("src/ragen_rllib/   layers, lowest first"):]
+    block = block[:block.index("```")]
+    listed = [re.match(r"  ([\w]+)", line).group(1) for line in block.splitlines()
+              if re.match(r"  [\w]+(/|\.py)", line)]
+    assert sorted(listed) == sorted(RANK), "the README's layout must name each part of LAYERS once"
+    assert [RANK[p] for p in listed] == sorted(RANK[p] for p in listed), f"README order {listed} breaks LAYERS"
 
 
 def _modules() -> dict[str, Path]:

@@ -12,7 +12,7 @@ __all__ = ["Ragen", "RagenConfig", "init_ray"]
 def __getattr__(name: str):
     # Lazy: importing the package must not import Ray/RLlib (envs and the agent layer work without them).
     if name == "init_ray":
-        from ragen_rllib.ray_init import init_ray
+        from ragen_rllib.run.ray_init import init_ray
 
         return init_ray
     if name in __all__:

@@ -21,7 +21,7 @@ import sys
 
 
 def _cmd_train(args: argparse.Namespace) -> int:
-    from ragen_rllib.training_run import train
+    from ragen_rllib.run.train import train
 
     run_dir = train(args.config, args.overrides, resume=args.resume)
     print(f"run saved to {run_dir}")
@@ -29,20 +29,20 @@ def _cmd_train(args: argparse.Namespace) -> int:
 
 
 def _cmd_sweep(args: argparse.Namespace) -> int:
-    from ragen_rllib.sweep import sweep
+    from ragen_rllib.sweep.run import sweep
 
     sweep(args.config, args.overrides, resume=args.resume)
     return 0
 
 
 def _cmd_plan(args: argparse.Namespace) -> int:
-    from ragen_rllib.resources import plan
+    from ragen_rllib.sweep.plan import plan
 
     return plan(args.config, args.overrides, cluster=args.cluster)
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
-    from ragen_rllib.sweep_report import report
+    from ragen_rllib.sweep.report import report
 
     report(args.sweeps, rows=args.rows, cols=args.cols, out=args.out)
     return 0
@@ -51,7 +51,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
 def _cmd_eval(args: argparse.Namespace) -> int:
     import json
 
-    from ragen_rllib.evaluation import evaluate_run
+    from ragen_rllib.evaluation.evaluate import evaluate_run
 
     report = evaluate_run(args.model, args.config, args.overrides, episodes=args.episodes, samples=args.k,
                           engine=args.engine, out_jsonl=args.out)
@@ -62,14 +62,14 @@ def _cmd_eval(args: argparse.Namespace) -> int:
 
 
 def _cmd_export(args: argparse.Namespace) -> int:
-    from ragen_rllib.evaluation import export_checkpoint
+    from ragen_rllib.evaluation.evaluate import export_checkpoint
 
     print(f"model saved to {export_checkpoint(args.checkpoint, args.out, args.module)}")
     return 0
 
 
 def _cmd_view(args: argparse.Namespace) -> int:
-    from ragen_rllib.viewer import write_view
+    from ragen_rllib.evaluation.viewer import write_view
 
     out = args.out or str(args.rollouts).rsplit(".", 1)[0] + ".html"
     print(f"page written to {write_view(args.rollouts, out, title=args.title)}")
@@ -77,7 +77,7 @@ def _cmd_view(args: argparse.Namespace) -> int:
 
 
 def _cmd_play_envs(args: argparse.Namespace) -> int:
-    from ragen_rllib.demo import run_env_demo
+    from ragen_rllib.recipes.env_demo import run_env_demo
 
     run_env_demo(episodes=args.episodes, seed=args.seed)
     return 0
@@ -101,7 +101,7 @@ def _cmd_serve_env(args: argparse.Namespace) -> int:
     if not isinstance(env_config, dict):
         raise ValueError(f"--env-config {args.env_config!r} must be a JSON object, e.g. '{{\"size\": 4}}'")
     from ragen_rllib.envs.catalog import resolve_env_id
-    from ragen_rllib.envs.openenv_server import serve
+    from ragen_rllib.run.serve_env import serve
 
     env = args.env if ":" in args.env else resolve_env_id(args.env)
     print(f"serving {env} on http://{args.host}:{args.port} (OpenEnv: /ws sessions, /health, /schema)", flush=True)

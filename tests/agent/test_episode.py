@@ -148,7 +148,7 @@ def test_an_env_that_raises_in_step_ends_only_its_own_episode(chat, chatml_token
 
 
 def test_a_nan_reward_or_a_failing_reset_ends_only_its_own_episode(chat, chatml_tokenizer, tmp_path):
-    from ragen_rllib.envs.fault_inject import FaultInjectEnv
+    from ragen_rllib.testing.fault_inject import FaultInjectEnv
 
     (tmp_path / "nan").write_text("nan *")
     (tmp_path / "reset").write_text("raise * reset")

@@ -7,8 +7,8 @@ from ragen_rllib.agent.chat_format import ChatFormat
 from ragen_rllib.agent.config import AgentConfig
 from ragen_rllib.agent.multi_agent import MultiAgentEpisode, rollout_multi
 from ragen_rllib.agent.prompts import generation_prefill
-from ragen_rllib.envs.solver_verifier import SOLVER, VERIFIER, SolverVerifierEnv
-from ragen_rllib.envs.tictactoe import TicTacToeEnv
+from ragen_rllib.envs.multi_agent.solver_verifier import SOLVER, VERIFIER, SolverVerifierEnv
+from ragen_rllib.envs.multi_agent.tictactoe import TicTacToeEnv
 
 CFG = AgentConfig(max_turns=5, max_response_tokens=32, max_model_len=2048)
 
@@ -118,7 +118,7 @@ def test_rollout_multi_calls_each_modules_engine_once_per_round(chatml_tokenizer
 
 def test_each_agent_becomes_its_own_trajectory_and_group(chat):
     from ragen_rllib.agent.trajectory import agent_trajectories
-    from ragen_rllib.envs.multi_agent import is_multi_agent
+    from ragen_rllib.envs.multi_agent.turn_based import is_multi_agent
 
     env = TicTacToeEnv()
     assert is_multi_agent(env) and not is_multi_agent(object())

@@ -9,7 +9,7 @@ from ragen_rllib.agent.config import AgentConfig
 from ragen_rllib.agent.episode import AgentEpisode
 from ragen_rllib.agent.parsing import parse_tool_response
 from ragen_rllib.agent.prompts import generation_prefill
-from ragen_rllib.envs.search_qa import SearchQAEnv
+from ragen_rllib.envs.tools.search_qa import SearchQAEnv
 
 CFG = AgentConfig(max_turns=5, max_actions_per_turn=2, max_actions_per_traj=6, max_response_tokens=100,
                   max_model_len=4000)
@@ -163,7 +163,7 @@ def test_bfcl_prompts_fit_the_shipped_configs_context_with_smollm2(smollm2_token
     from pathlib import Path
 
     from ragen_rllib import RagenConfig
-    from ragen_rllib.envs.bfcl import BFCLMultiTurnEnv
+    from ragen_rllib.envs.tools.bfcl import BFCLMultiTurnEnv
 
     config = RagenConfig.from_yaml(Path(__file__).resolve().parents[2] / "configs" / "envs" / "bfcl_multi_turn.yaml")
     cfg = config.agent_config()

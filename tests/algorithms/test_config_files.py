@@ -168,8 +168,8 @@ def test_every_shipped_run_fits_a_24_gib_machine_with_its_own_model(path, bf16_u
     """The learner memory check with the config's own model (SmolLM2 for the real-model runs) on a 24 GiB machine,
     under the bf16-autocast estimate (a CPU with bf16 units) and the fp32 one (an AVX2-only CPU): no shipped run
     needs a setting changed to start."""
-    from ragen_rllib import precision
     from ragen_rllib.algorithms.ragen import memory
+    from ragen_rllib.core import precision
 
     monkeypatch.setattr(memory, "machine_memory_bytes", lambda: 24 * memory.GIB)
     monkeypatch.setattr(precision, "cpu_has_bf16_units", lambda: bf16_units)
@@ -179,8 +179,8 @@ def test_every_shipped_run_fits_a_24_gib_machine_with_its_own_model(path, bf16_u
 
 
 def test_ragens_3600_token_rows_fit_by_auto_checkpointing_unless_the_user_turned_it_off(monkeypatch, caplog):
-    from ragen_rllib import precision
     from ragen_rllib.algorithms.ragen import memory
+    from ragen_rllib.core import precision
 
     monkeypatch.setattr(memory, "machine_memory_bytes", lambda: 24 * memory.GIB)
     monkeypatch.setattr(precision, "cpu_has_bf16_units", lambda: False)  # fp32 activations (an AVX2-only CPU)

@@ -1,6 +1,6 @@
 """Fault injection on a real run (modelled on RLlib's test_env_runner_failures.py): a runner SIGKILLed
 mid-sample, faulty and hanging envs on chosen runners. Each fault is armed by writing into the trigger file of
-:class:`ragen_rllib.envs.fault_inject.FaultInjectEnv` while the algorithm runs."""
+:class:`ragen_rllib.testing.fault_inject.FaultInjectEnv` while the algorithm runs."""
 
 import os
 import time
@@ -11,7 +11,7 @@ from ragen_rllib.core import keys as K
 
 pytestmark = pytest.mark.slow
 
-FAULTY = "ragen_rllib.envs.fault_inject:FaultInjectEnv"
+FAULTY = "ragen_rllib.testing.fault_inject:FaultInjectEnv"
 
 
 def runner_attr(algo, runner_id, fn):

@@ -6,7 +6,8 @@ a learner with one thread whatever ``num_cpus_per_learner`` it asked for."""
 import pytest
 import torch
 
-from ragen_rllib.ray_init import CPU_ENV_VARS, OMP_DEFAULTED, learner_cpu_threads, ray_init_kwargs
+from ragen_rllib.core.threads import CPU_ENV_VARS, OMP_DEFAULTED, learner_cpu_threads
+from ragen_rllib.run.ray_init import ray_init_kwargs
 
 needs_cpu_only = pytest.mark.skipif(torch.cuda.is_available(), reason="the OMP_NUM_THREADS=1 fix applies without GPU")
 

@@ -6,10 +6,10 @@ from ray.rllib.core import DEFAULT_MODULE_ID
 
 from ragen_rllib import RagenConfig
 from ragen_rllib.core.modules import AgentToModule, is_trained, module_ids, module_of
-from ragen_rllib.envs.multi_agent import resolve_scripted
-from ragen_rllib.envs.tictactoe import TicTacToeEnv
+from ragen_rllib.envs.multi_agent.tictactoe import TicTacToeEnv
+from ragen_rllib.envs.multi_agent.turn_based import resolve_scripted
 
-TTT = "ragen_rllib.envs.tictactoe:TicTacToeEnv"
+TTT = "ragen_rllib.envs.multi_agent.tictactoe:TicTacToeEnv"
 
 
 def ttt():
@@ -52,7 +52,7 @@ def test_scripted_agents_resolve_to_the_envs_opponents_or_an_import_path():
     env.reset(seed=0)
     policy = resolve_scripted("minimax", TicTacToeEnv)
     assert policy(env, "x") == env.oracle_action("x") or policy(env, "x") in {str(i) for i in range(1, 10)}
-    fn = resolve_scripted("ragen_rllib.envs.tictactoe:winner", TicTacToeEnv)
+    fn = resolve_scripted("ragen_rllib.envs.multi_agent.tictactoe:winner", TicTacToeEnv)
     assert fn(("X",) * 3 + (".",) * 6) == "X"
 
 

@@ -14,7 +14,7 @@ from ragen_rllib.core import keys as K
 
 pytestmark = pytest.mark.slow
 
-TTT = "ragen_rllib.envs.tictactoe:TicTacToeEnv"
+TTT = "ragen_rllib.envs.multi_agent.tictactoe:TicTacToeEnv"
 TAGS = [{"tag": "x_opens", "env": TTT, "env_config": {"opening_moves": 0, "max_invalid": 2}, "groups": 1},
         {"tag": "o_opens", "env": TTT, "env_config": {"opening_moves": 1, "max_invalid": 2}, "groups": 1}]
 
@@ -154,9 +154,11 @@ def test_training_against_a_scripted_opponent_trains_only_the_llm_side(ray_sessi
 CLI_CONFIG = """
 environment:
   env_tags:
-    - {tag: x_opens, env: "ragen_rllib.envs.tictactoe:TicTacToeEnv", env_config: {opening_moves: 0, max_invalid: 2},
+    - {tag: x_opens, env: "ragen_rllib.envs.multi_agent.tictactoe:TicTacToeEnv",
+       env_config: {opening_moves: 0, max_invalid: 2},
        groups: 1}
-    - {tag: o_opens, env: "ragen_rllib.envs.tictactoe:TicTacToeEnv", env_config: {opening_moves: 1, max_invalid: 2},
+    - {tag: o_opens, env: "ragen_rllib.envs.multi_agent.tictactoe:TicTacToeEnv",
+       env_config: {opening_moves: 1, max_invalid: 2},
        groups: 1}
 multi_agent: {agent_to_module: {x: x, o: o}}
 env_runners: {num_env_runners: 1}
@@ -173,8 +175,8 @@ run: {stop: {training_iteration: 2}, checkpoint_every: 2}
 
 def test_the_cli_trains_evaluates_exports_and_views_a_two_role_run(ray_session, tmp_path, capsys):
     from ragen_rllib.cli import main
-    from ragen_rllib.evaluation import checkpoint_modules
-    from ragen_rllib.training_run import CONFIG_FILE
+    from ragen_rllib.evaluation.evaluate import checkpoint_modules
+    from ragen_rllib.run.train import CONFIG_FILE
 
     cfg = tmp_path / "run.yaml"
     cfg.write_text(CLI_CONFIG)

@@ -188,8 +188,8 @@ def sampling_gap(trajectories, weights, pad_id, temperature):
     """Largest |engine sampling log-prob - log-prob under ``weights``| over the sampled tokens (fp32 HF model)."""
     from transformers import AutoModelForCausalLM
 
-    from ragen_rllib.logprobs import gather_token_logprobs
     from ragen_rllib.models.registry import resolve_model
+    from ragen_rllib.rl.logprobs import gather_token_logprobs
 
     model = AutoModelForCausalLM.from_pretrained(resolve_model("tiny:nano"), torch_dtype=torch.float32)
     model.load_state_dict(weights)

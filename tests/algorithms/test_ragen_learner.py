@@ -107,8 +107,8 @@ def test_bi_level_gae_runs_on_the_learner_with_the_critic():
 def test_kl_reference_with_lora_is_the_base_model_with_the_adapter_off():
     from transformers import AutoModelForCausalLM
 
-    from ragen_rllib.logprobs import gather_token_logprobs
     from ragen_rllib.models.tiny import tiny_model_path
+    from ragen_rllib.rl.logprobs import gather_token_logprobs
 
     space = text_space()
     lora = RLModuleSpec(module_class=RagenTorchRLModule, observation_space=space, action_space=space,
@@ -162,7 +162,7 @@ def test_kl_in_the_reward_enters_gae():
 
 
 def gather_logprobs(lm, ids):
-    from ragen_rllib.logprobs import gather_token_logprobs
+    from ragen_rllib.rl.logprobs import gather_token_logprobs
 
     return gather_token_logprobs(lm(input_ids=ids).logits, ids)
 

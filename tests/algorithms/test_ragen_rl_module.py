@@ -10,8 +10,8 @@ from transformers import AutoModelForCausalLM
 from ragen_rllib.algorithms.ragen.torch.ragen_torch_rl_module import VALUE_HEAD, RagenTorchRLModule
 from ragen_rllib.core import keys as K
 from ragen_rllib.envs.base import text_space
-from ragen_rllib.logprobs import gather_token_logprobs
 from ragen_rllib.models.tiny import tiny_model_path
+from ragen_rllib.rl.logprobs import gather_token_logprobs
 
 
 def build(**model_config):
@@ -78,7 +78,7 @@ def test_lora_ships_adapters_only_and_merges_for_engines():
 @pytest.mark.parametrize("bf16_units", [False, True])
 def test_auto_precision_resolves_lazily_on_the_input_device(monkeypatch, bf16_units):
     """dtype/autocast at "auto": fp32 weights on CPU; autocast resolved at the first forward on the ids' device."""
-    from ragen_rllib import precision
+    from ragen_rllib.core import precision
 
     monkeypatch.setattr(precision, "cpu_has_bf16_units", lambda: bf16_units)
     module = build()  # both keys left at their "auto" default

@@ -71,7 +71,7 @@ def test_smollm2_one_iteration_exact_tokens_engine_equals_learner_lora_sync_and_
     from transformers import AutoModelForCausalLM
 
     from ragen_rllib.engines.base import SamplingConfig
-    from ragen_rllib.evaluation import export_checkpoint
+    from ragen_rllib.evaluation.evaluate import export_checkpoint
 
     tok, prompts, conts = probe()
     algo = smollm2_config().build_algo()

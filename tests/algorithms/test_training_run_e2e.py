@@ -8,7 +8,7 @@ from tests.conftest import ray_temp_dir
 
 from ragen_rllib.algorithms.ragen.config.config_files import ConfigFileError
 from ragen_rllib.cli import main
-from ragen_rllib.training_run import CONFIG_FILE, CURVE_FILE, PROGRESS_FILE
+from ragen_rllib.run.train import CONFIG_FILE, CURVE_FILE, PROGRESS_FILE
 
 pytestmark = pytest.mark.slow
 
@@ -216,7 +216,7 @@ def greedy_equal(checkpoint, exported):
 
     from ragen_rllib.engines.base import SamplingConfig
     from ragen_rllib.engines.factory import make_engine
-    from ragen_rllib.evaluation import MODULE_IN_CHECKPOINT
+    from ragen_rllib.evaluation.evaluate import MODULE_IN_CHECKPOINT
 
     tok = AutoTokenizer.from_pretrained(exported)
     prompt = tok("Turn 1:\nState:\n__P_\n", return_tensors="pt").input_ids
@@ -238,7 +238,7 @@ def test_a_config_error_stops_before_any_actor(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # the default run directory would be runs/bad here
     cfg = tmp_path / "bad.yaml"
     cfg.write_text(CONFIG.replace("group_size: 2", "group_sise: 2"))
-    from ragen_rllib.training_run import train
+    from ragen_rllib.run.train import train
 
     with pytest.raises(ConfigFileError, match="group_sise"):
         train(cfg, [])
@@ -248,7 +248,7 @@ def test_a_config_error_stops_before_any_actor(tmp_path, monkeypatch):
 USER_ENV = '''
 import gymnasium as gym
 
-from ragen_rllib.envs.frozen_lake import FrozenLakeEnv
+from ragen_rllib.envs.games.frozen_lake import FrozenLakeEnv
 
 
 class UserLake(FrozenLakeEnv):

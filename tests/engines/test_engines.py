@@ -7,9 +7,9 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 from ragen_rllib.engines.base import FINISH_LENGTH, FINISH_STOP, SamplingConfig
 from ragen_rllib.engines.factory import make_engine
 from ragen_rllib.engines.hf_engine import HFEngine
-from ragen_rllib.logprobs import gather_token_logprobs
 from ragen_rllib.models.registry import resolve_model
 from ragen_rllib.models.tiny import tiny_model_path
+from ragen_rllib.rl.logprobs import gather_token_logprobs
 
 WORDS = ["left", "up", "down", "right", "box", "goal", "hole", "ice"]
 
@@ -103,7 +103,7 @@ def test_make_engine_hf_builds_an_hf_engine():
                                              ("bfloat16", torch.bfloat16)])
 def test_hf_engine_resolves_auto_dtype_like_the_learner(monkeypatch, dtype, expected):
     """On CPU "auto" weights are fp32 even with bf16 units (as the learner's); explicit names are kept."""
-    from ragen_rllib import precision
+    from ragen_rllib.core import precision
 
     monkeypatch.setattr(precision, "cpu_has_bf16_units", lambda: True)
     engine = make_engine("hf", resolve_model("tiny:nano"), dtype=dtype)

@@ -1,16 +1,17 @@
 """Making envs from ids, gymnasium's module:Id form, class import paths, and user env modules."""
 
+import importlib
 import sys
 
 import gymnasium as gym
 import pytest
 
-from ragen_rllib.envs.frozen_lake import FrozenLakeEnv
-from ragen_rllib.envs.loading import import_env_modules, make_env, resolve_env
+from ragen_rllib.envs.games.frozen_lake import FrozenLakeEnv
+from ragen_rllib.envs.loading import MOVED_MODULES, import_env_modules, make_env, resolve_env
 
 MODULE = '''
 import gymnasium as gym
-from ragen_rllib.envs.frozen_lake import FrozenLakeEnv
+from ragen_rllib.envs.games.frozen_lake import FrozenLakeEnv
 
 class TinyLake(FrozenLakeEnv):
     pass
@@ -31,7 +32,7 @@ def user_module(tmp_path, monkeypatch):
 
 def test_ids_and_class_paths_make_envs():
     assert isinstance(make_env("ragen/FrozenLake-v0", {"size": 4}).unwrapped, FrozenLakeEnv)
-    env = make_env("ragen_rllib.envs.frozen_lake:FrozenLakeEnv", {"size": 3})
+    env = make_env("ragen_rllib.envs.games.frozen_lake:FrozenLakeEnv", {"size": 3})
     assert isinstance(env, FrozenLakeEnv) and env.reset(seed=1)[0]
 
 
@@ -45,7 +46,7 @@ def test_env_modules_register_user_envs(user_module):
 
 @pytest.mark.parametrize("env, match", [
     ("no_such_pkg_xyz:Env", r"cannot import 'no_such_pkg_xyz'"),
-    ("ragen_rllib.envs.frozen_lake:Nope", r"has no env class or registered id 'Nope'"),
+    ("ragen_rllib.envs.games.frozen_lake:Nope", r"has no env class or registered id 'Nope'"),
     ("ragen/FrozenLak-v0", r"did you mean 'ragen/FrozenLake-v0'"),
 ])
 def test_bad_envs_are_named(env, match):
@@ -76,10 +77,18 @@ def test_a_tool_env_with_thinking_off_is_refused_before_any_runner():
     from ragen_rllib import RagenConfig
     from ragen_rllib.envs.loading import env_offers_tools
 
-    assert env_offers_tools("ragen/SearchQA-v0") and env_offers_tools("ragen_rllib.envs.search_qa:SearchQAEnv")
+    assert env_offers_tools("ragen/SearchQA-v0") and env_offers_tools("ragen_rllib.envs.tools.search_qa:SearchQAEnv")
     assert not env_offers_tools("ragen/FrozenLake-v0")
     config = RagenConfig().environment("ragen/SearchQA-v0").training(enable_think=False)
     with pytest.raises(ValueError, match=r"'ragen/SearchQA-v0' offers tools, which need enable_think=True.*"
                                          r"\.training\(enable_think=True\)"):
         config.validate()
     RagenConfig().environment("ragen/SearchQA-v0").training(enable_think=True).validate()
+
+
+def test_an_env_path_from_before_the_envs_were_sorted_by_kind_names_its_new_path():
+    with pytest.raises(ValueError, match=r"env='ragen_rllib.envs.tictactoe:TicTacToeEnv'.*"
+                                         r"use env='ragen_rllib.envs.multi_agent.tictactoe:TicTacToeEnv'"):
+        resolve_env("ragen_rllib.envs.tictactoe:TicTacToeEnv")
+    for new in MOVED_MODULES.values():
+        importlib.import_module(new)  # every new path exists

@@ -8,7 +8,7 @@ from transformers import AutoTokenizer
 from ragen_rllib.agent.chat_format import ChatFormat
 from ragen_rllib.agent.config import AgentConfig
 from ragen_rllib.agent.prompts import assistant_text, generation_prefill
-from ragen_rllib.envs.tictactoe import TicTacToeEnv
+from ragen_rllib.envs.multi_agent.tictactoe import TicTacToeEnv
 from ragen_rllib.models.demonstrations import response_ids
 from ragen_rllib.models.multi_agent_demos import MultiAgentDemoPolicy, demo_samples, multi_agent_demonstrations
 from ragen_rllib.models.tiny import tiny_model_path
@@ -66,7 +66,7 @@ def test_the_oracle_never_loses_and_noise_makes_games_imperfect(chat):
 def test_pair_demonstrations_use_the_envs_own_random_moves(chat):
     """The solver/verifier pair: oracle play always succeeds; at noise 1 every move is the env's random one
     (well-formed: a random expression of the numbers, a random verdict), so no move is invalid yet teams fail."""
-    from ragen_rllib.envs.solver_verifier import SolverVerifierEnv
+    from ragen_rllib.envs.multi_agent.solver_verifier import SolverVerifierEnv
 
     def pair(noise):
         return list(multi_agent_demonstrations(lambda: SolverVerifierEnv(num_numbers=2, max_number=9, max_target=20),
@@ -81,7 +81,7 @@ def test_pair_demonstrations_use_the_envs_own_random_moves(chat):
 def test_agent_noise_overrides_noise_for_the_agents_it_names(chat):
     """{"verifier": 0.0}: every verdict is the oracle's (accept exactly the correct proposals) while the solver's
     proposals stay noisy, so some are rejected."""
-    from ragen_rllib.envs.solver_verifier import SolverVerifierEnv
+    from ragen_rllib.envs.multi_agent.solver_verifier import SolverVerifierEnv
 
     policy = MultiAgentDemoPolicy(noise=1.0, agent_noise={"verifier": 0.0}, opponent="oracle")
     assert (policy.noise_of("verifier"), policy.noise_of("solver")) == (0.0, 1.0)
@@ -127,7 +127,7 @@ def test_warm_start_trains_on_multi_agent_games_and_evaluates_against_the_oppone
 
     model_dir = tmp_path / "m"
     shutil.copytree(tiny_model_path("nano"), model_dir)
-    env = "ragen_rllib.envs.tictactoe:TicTacToeEnv"
+    env = "ragen_rllib.envs.multi_agent.tictactoe:TicTacToeEnv"
     cfg = WarmStartConfig(envs=(env,), env_configs={env: {"opening_moves": 2, "openings": "train"}},
                           episodes_per_env=4, epochs=1, sides=(("x",), ("o",)), opponent="random", agent=CFG,
                           eval_episodes=3, eval_env_config={"opening_moves": 2, "openings": "validation"})

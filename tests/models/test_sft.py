@@ -3,10 +3,10 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM
 
-from ragen_rllib.logprobs import gather_token_logprobs
 from ragen_rllib.models import tiny
 from ragen_rllib.models.sft import length_buckets, lr_factor, pad_batch, plan_batches, sft_train, token_logprobs
 from ragen_rllib.models.warm_start import WarmStartConfig
+from ragen_rllib.rl.logprobs import gather_token_logprobs
 
 
 def test_pad_batch_and_buckets():
@@ -106,7 +106,7 @@ def test_warm_start_records_its_precision_and_machine(tmp_path, monkeypatch, aut
     import json
     import shutil
 
-    from ragen_rllib import precision
+    from ragen_rllib.core import precision
     from ragen_rllib.models.warm_start import REPORT_FILE, WarmStartConfig, warm_start
 
     monkeypatch.setattr(precision, "cpu_has_bf16_units", lambda: bf16_units)

@@ -8,7 +8,7 @@ from transformers import AutoTokenizer
 
 from ragen_rllib.agent.chat_format import ChatFormat
 from ragen_rllib.agent.prompts import generation_prefill
-from ragen_rllib.envs.tictactoe import TicTacToeEnv
+from ragen_rllib.envs.multi_agent.tictactoe import TicTacToeEnv
 from ragen_rllib.models.multi_agent_demos import MultiAgentDemoPolicy, multi_agent_demonstrations
 from ragen_rllib.models.tiny import tiny_model_path
 from ragen_rllib.models.versus import GAME_AGENT, against_the_pool, binomial_se, outcomes, play_against

@@ -1,6 +1,7 @@
 """Several LLM agents in one turn-based env: one token-exact transcript per agent.
 
-A :class:`MultiAgentEpisode` drives a :class:`~ragen_rllib.envs.multi_agent.TurnBasedTextEnv` (PettingZoo AEC).
+A :class:`MultiAgentEpisode` drives a :class:`~ragen_rllib.envs.multi_agent.turn_based.TurnBasedTextEnv`
+(PettingZoo AEC).
 Each LLM agent has its own system prompt (its role's instruction) and its own transcript: its user turns show its
 own view of the game (``env.observe(agent)``: the other agents' moves appear there as text), its assistant turns
 are exactly the ids it sampled. Agents given in ``scripted`` (fixed opponents such as minimax) act through a

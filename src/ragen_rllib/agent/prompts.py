@@ -11,7 +11,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ragen_rllib.agent.config import AgentConfig
-from ragen_rllib.envs.tools import TOOL_CALL_CLOSE, TOOL_CALL_OPEN  # Hermes / Qwen2 tags, also the env's action form
+from ragen_rllib.envs.tools.tool_env import (  # Hermes / Qwen2 tags, also the env's action form
+    TOOL_CALL_CLOSE,
+    TOOL_CALL_OPEN,
+)
 
 THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
 ANSWER_OPEN, ANSWER_CLOSE = "<answer>", "</answer>"

@@ -17,7 +17,7 @@ class HFEngine:
         tokenizer: its tokenizer (loaded from ``model`` when it is a path).
         device: torch device of the model.
         dtype: dtype when loading from a path; ``"auto"`` is resolved on ``device`` by
-            :func:`ragen_rllib.precision.resolve_dtype` (CPU: float32; the learner keeps fp32 weights
+            :func:`ragen_rllib.core.precision.resolve_dtype` (CPU: float32; the learner keeps fp32 weights
             and synced weights are cast on load).
         max_batch_size: prompts per ``generate`` call (bigger batches are chunked).
         num_threads: torch CPU threads of this process (None: unchanged).
@@ -35,7 +35,7 @@ class HFEngine:
         if isinstance(model, str):
             tokenizer = tokenizer or AutoTokenizer.from_pretrained(model)
             if isinstance(dtype, str):
-                from ragen_rllib.precision import resolve_dtype
+                from ragen_rllib.core.precision import resolve_dtype
 
                 dtype = getattr(torch, resolve_dtype(dtype, device))
             model = AutoModelForCausalLM.from_pretrained(model, dtype=dtype)
@@ -53,7 +53,7 @@ class HFEngine:
     @torch.no_grad()
     def score(self, prompts: Sequence[Sequence[int]], continuations: Sequence[Sequence[int]]) -> list[list[float]]:
         """Log-probs of given continuations (one forward pass per sequence)."""
-        from ragen_rllib.logprobs import gather_token_logprobs
+        from ragen_rllib.rl.logprobs import gather_token_logprobs
 
         scores = []
         for prompt, cont in zip(prompts, continuations, strict=True):

@@ -31,7 +31,7 @@ class VLLMEngine:
     Args:
         model: Hugging Face id or local directory.
         dtype: weight dtype (``auto``, ``float32``, ``bfloat16``...). ``auto`` is resolved here by
-            :func:`ragen_rllib.precision.resolve_dtype` (CPU: float32; CUDA with bf16: bfloat16; synced fp32
+            :func:`ragen_rllib.core.precision.resolve_dtype` (CPU: float32; CUDA with bf16: bfloat16; synced fp32
             learner weights are cast on load), never passed to vLLM, whose own ``auto`` would follow the
             checkpoint's dtype.
         max_model_len: longest prompt + response.
@@ -53,7 +53,7 @@ class VLLMEngine:
             set_cpu_threads(num_threads)
         from vllm import LLM
 
-        from ragen_rllib.precision import resolve_dtype
+        from ragen_rllib.core.precision import resolve_dtype
 
         if isinstance(dtype, str):
             dtype = resolve_dtype(dtype, "cpu" if _cpu_only() else "cuda")

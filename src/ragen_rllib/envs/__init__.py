@@ -12,16 +12,16 @@ from ragen_rllib.envs.base import ACTION_IS_EFFECTIVE, ACTION_IS_VALID, SUCCESS,
 
 #: gymnasium id -> entry point of every built-in environment.
 BUILTIN_ENVS: dict[str, str] = {
-    "ragen/FrozenLake-v0": "ragen_rllib.envs.frozen_lake:FrozenLakeEnv",
-    "ragen/Sokoban-v0": "ragen_rllib.envs.sokoban:SokobanEnv",
-    "ragen/Bandit-v0": "ragen_rllib.envs.bandit:BanditEnv",
-    "ragen/Countdown-v0": "ragen_rllib.envs.countdown:CountdownEnv",
-    "ragen/MetaMathQA-v0": "ragen_rllib.envs.metamathqa:MetaMathQAEnv",
-    "ragen/Sudoku-v0": "ragen_rllib.envs.sudoku:SudokuEnv",
-    "ragen/2048-v0": "ragen_rllib.envs.game_2048:Game2048Env",
-    "ragen/RubiksCube2x2-v0": "ragen_rllib.envs.rubiks_cube:RubiksCube2x2Env",
-    "ragen/SearchQA-v0": "ragen_rllib.envs.search_qa:SearchQAEnv",
-    "ragen/BFCLMultiTurn-v0": "ragen_rllib.envs.bfcl:BFCLMultiTurnEnv",
+    "ragen/FrozenLake-v0": "ragen_rllib.envs.games.frozen_lake:FrozenLakeEnv",
+    "ragen/Sokoban-v0": "ragen_rllib.envs.games.sokoban:SokobanEnv",
+    "ragen/Bandit-v0": "ragen_rllib.envs.games.bandit:BanditEnv",
+    "ragen/Countdown-v0": "ragen_rllib.envs.games.countdown:CountdownEnv",
+    "ragen/MetaMathQA-v0": "ragen_rllib.envs.games.metamathqa:MetaMathQAEnv",
+    "ragen/Sudoku-v0": "ragen_rllib.envs.games.sudoku:SudokuEnv",
+    "ragen/2048-v0": "ragen_rllib.envs.games.game_2048:Game2048Env",
+    "ragen/RubiksCube2x2-v0": "ragen_rllib.envs.games.rubiks_cube:RubiksCube2x2Env",
+    "ragen/SearchQA-v0": "ragen_rllib.envs.tools.search_qa:SearchQAEnv",
+    "ragen/BFCLMultiTurn-v0": "ragen_rllib.envs.tools.bfcl:BFCLMultiTurnEnv",
 }
 
 

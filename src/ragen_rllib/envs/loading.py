@@ -18,6 +18,14 @@ from typing import Any
 import gymnasium as gym
 from gymnasium.envs.registration import load_env_creator
 
+#: Built-in env modules by their paths before the envs were sorted by kind (games, tools, multi-agent): an import
+#: path saved with an old name gets the new one in its error.
+MOVED_MODULES = {f"ragen_rllib.envs.{name}": f"ragen_rllib.envs.{kind}.{name}" for kind, names in {
+    "games": ("bandit", "countdown", "frozen_lake", "game_2048", "metamathqa", "rubiks_cube", "sokoban", "sudoku"),
+    "tools": ("bfcl", "search_qa"),
+    "multi_agent": ("guided_lake", "solver_verifier", "tictactoe"),
+}.items() for name in names}
+
 
 def import_env_modules(modules: Iterable[str], key: str = "env_modules") -> None:
     """Import each module (they register envs with ``gymnasium.register`` when imported)."""
@@ -34,7 +42,7 @@ def resolve_env(env: str) -> str | type:
     """The registered id, or the class an import path names (an env server's URL: :class:`ServedEnv`);
     ValueError (with the known ids) otherwise."""
     import ragen_rllib.envs  # noqa: F401  (registers the built-in envs)
-    from ragen_rllib.envs.served import ServedEnv, is_url
+    from ragen_rllib.envs.remote.served import ServedEnv, is_url
 
     if is_url(env):
         return ServedEnv
@@ -45,7 +53,9 @@ def resolve_env(env: str) -> str | type:
         try:
             module = importlib.import_module(module_name)
         except ImportError as err:
-            raise ValueError(f"env={env!r}: cannot import {module_name!r} ({err})") from err
+            moved = MOVED_MODULES.get(module_name)
+            fix = f"; that module is now {moved!r}: use env={moved + ':' + name!r}" if moved else ""
+            raise ValueError(f"env={env!r}: cannot import {module_name!r} ({err}){fix}") from err
         if name in gym.registry:  # gymnasium's "module:Id": the module registers the id
             return name
         obj = getattr(module, name, None)
@@ -62,7 +72,7 @@ def resolve_env(env: str) -> str | type:
 
 def multi_agent_class(env: str) -> type | None:
     """The class of the turn-based multi-agent env that ``env`` names (an import path); None for any other env."""
-    from ragen_rllib.envs.multi_agent import is_multi_agent
+    from ragen_rllib.envs.multi_agent.turn_based import is_multi_agent
 
     resolved = resolve_env(env)
     return resolved if isinstance(resolved, type) and is_multi_agent(resolved) else None
@@ -123,20 +133,20 @@ def check_env_config(env: str, env_config: Mapping[str, Any] | None) -> None:
 
 
 def env_offers_tools(env: str) -> bool:
-    """The env class behind ``env`` (an id or import path) declares tools (a :class:`~ragen_rllib.envs.tools.ToolEnv`
-    or any class with a non-empty ``tools`` attribute)."""
+    """The env class behind ``env`` (an id or import path) declares tools (a
+    :class:`~ragen_rllib.envs.tools.tool_env.ToolEnv` or any class with a non-empty ``tools`` attribute)."""
     target = resolve_env(env)
     if not isinstance(target, type):
         target = load_env_creator(gym.spec(target).entry_point) if isinstance(gym.spec(target).entry_point, str) \
             else gym.spec(target).entry_point
-    from ragen_rllib.envs.tools import ToolEnv
+    from ragen_rllib.envs.tools.tool_env import ToolEnv
 
     return bool(getattr(target, "tools", None)) or (isinstance(target, type) and issubclass(target, ToolEnv))
 
 
 def make_env(env: str, env_config: Mapping[str, Any] | None = None) -> gym.Env:
     """An env instance from an id or import path (see :func:`resolve_env`)."""
-    from ragen_rllib.envs.served import ServedEnv, is_url
+    from ragen_rllib.envs.remote.served import ServedEnv, is_url
 
     target = resolve_env(env)
     kwargs = dict(env_config or {})

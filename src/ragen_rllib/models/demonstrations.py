@@ -15,7 +15,7 @@ from ragen_rllib.agent.chat_format import ChatFormat
 from ragen_rllib.agent.config import AgentConfig
 from ragen_rllib.agent.episode import AgentEpisode
 from ragen_rllib.agent.prompts import assistant_text, tool_call_text
-from ragen_rllib.envs.tools import TOOL_CALL_OPEN
+from ragen_rllib.envs.tools.tool_env import TOOL_CALL_OPEN
 
 
 @dataclass(frozen=True)

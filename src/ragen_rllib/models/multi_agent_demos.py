@@ -20,7 +20,7 @@ from ragen_rllib.agent.chat_format import ChatFormat
 from ragen_rllib.agent.config import AgentConfig
 from ragen_rllib.agent.multi_agent import MultiAgentEpisode, Scripted
 from ragen_rllib.agent.prompts import assistant_text
-from ragen_rllib.envs.multi_agent import Opponent
+from ragen_rllib.envs.multi_agent.turn_based import Opponent
 from ragen_rllib.models.demonstrations import demo_think, response_ids
 
 #: A random (imperfect) move of the agent whose turn it is: (env, agent, rng) -> action string.

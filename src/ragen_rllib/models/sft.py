@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-from ragen_rllib.logprobs import masked_mean, model_token_logprobs
+from ragen_rllib.rl.logprobs import masked_mean, model_token_logprobs
 
 #: positions per chunk of vocabulary-sized logits (a real vocabulary: 49,152 x 4 bytes per position otherwise)
 LOGPROB_CHUNK = 256
@@ -95,12 +95,12 @@ def sft_train(
     ``warmup_steps`` of linear warm-up (:func:`lr_factor`; 0: decay from the first step). ``batching``: how
     samples are grouped into steps (:func:`plan_batches`: ``"length"`` or ``"random"``).
     ``autocast`` (``"auto"`` | ``"bfloat16"`` | None/``"none"``) is resolved on the model's device by
-    :func:`ragen_rllib.precision.resolve_autocast`: the forward pass runs under bfloat16 autocast only where bf16
+    :func:`ragen_rllib.core.precision.resolve_autocast`: the forward pass runs under bfloat16 autocast only where bf16
     is fast (CUDA with bf16, CPUs with AVX512-BF16/AMX: ~2-3x faster); weights and optimizer stay fp32.
     """
     from tqdm.auto import tqdm
 
-    from ragen_rllib.precision import resolve_autocast
+    from ragen_rllib.core.precision import resolve_autocast
 
     device = next(model.parameters()).device
     amp = resolve_autocast(autocast, device)
@@ -133,5 +133,5 @@ def sft_train(
 
 def token_logprobs(model: torch.nn.Module, ids: torch.Tensor) -> torch.Tensor:
     """``[B, T]`` log-probs of ``ids`` under ``model``, the vocabulary never whole for every position at once
-    (:func:`ragen_rllib.logprobs.model_token_logprobs`)."""
+    (:func:`ragen_rllib.rl.logprobs.model_token_logprobs`)."""
     return model_token_logprobs(model, ids, chunk=LOGPROB_CHUNK)

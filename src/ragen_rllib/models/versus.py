@@ -17,7 +17,7 @@ from typing import Any
 
 from ragen_rllib.agent.config import AgentConfig
 
-ENV = "ragen_rllib.envs.tictactoe:TicTacToeEnv"
+ENV = "ragen_rllib.envs.multi_agent.tictactoe:TicTacToeEnv"
 #: The agent settings of a game of tic-tac-toe: a cell number per turn (RAGEN's no-think prompt: the answer is
 #: pre-filled with ``<answer>``), at most 5 moves per side.
 GAME_AGENT = AgentConfig(max_turns=5, max_response_tokens=8, max_model_len=1024, enable_think=False)
@@ -58,7 +58,7 @@ def play_against(model: Any, env_config: Mapping[str, Any] | None = None, oppone
     from ragen_rllib.agent.multi_agent import rollout_multi
     from ragen_rllib.engines.base import SamplingConfig
     from ragen_rllib.envs.loading import make_env
-    from ragen_rllib.envs.multi_agent import Opponent
+    from ragen_rllib.envs.multi_agent.turn_based import Opponent
 
     if episodes < 1:
         raise ValueError(f"episodes = {episodes!r} is invalid: play at least one game")

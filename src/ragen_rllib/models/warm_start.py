@@ -7,9 +7,10 @@ model) run :func:`warm_start`: demonstrations in the exact rollout transcript fo
 (:func:`ragen_rllib.models.sft.sft_train`), the weights saved back to DIR, then an acceptance rollout with the
 Hugging Face engine (FrozenLake-4x4 non-slippery for FrozenLake, else the first warm-start env) that reports parse
 rate and success. Envs are given by id, short name (``FrozenLake``) or RAGEN tag (``SimpleSokoban``); a turn-based
-multi-agent env is given by import path (``ragen_rllib.envs.tictactoe:TicTacToeEnv``): its demonstrations are
-noisy-oracle games against a fixed opponent (:mod:`ragen_rllib.models.multi_agent_demos`) and its acceptance
-rollout is the model against that opponent (:func:`ragen_rllib.models.versus.play_against`, as ``x`` or the first side).
+multi-agent env is given by import path (``ragen_rllib.envs.multi_agent.tictactoe:TicTacToeEnv``): its demonstrations
+are noisy-oracle games against a fixed opponent (:mod:`ragen_rllib.models.multi_agent_demos`) and its acceptance
+rollout is the model against that opponent (:func:`ragen_rllib.models.versus.play_against`, as ``x`` or the first
+side).
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ class WarmStartConfig:
 
     Attributes:
         envs: env ids, short names (``FrozenLake``), RAGEN tags (``SimpleSokoban``) or import paths of turn-based
-            multi-agent envs (``ragen_rllib.envs.tictactoe:TicTacToeEnv``) to demonstrate.
+            multi-agent envs (``ragen_rllib.envs.multi_agent.tictactoe:TicTacToeEnv``) to demonstrate.
         env_configs: env_config per env id, short name or tag (default: each env's defaults, or the tag's).
         episodes_per_env: demonstration episodes per env (None: the default below).
         epochs: SFT epochs over the demonstrations (None: the default below).
@@ -45,7 +46,7 @@ class WarmStartConfig:
             (``tiny:`` presets), ``LR_PRETRAINED`` for a pretrained one.
         batch_size: samples per optimizer step (None: ``BATCH_FROM_SCRATCH`` / ``BATCH_PRETRAINED``).
         autocast: ``"auto"`` | ``"bfloat16"`` | None/``"none"``: bfloat16 autocast of the SFT forward passes
-            (fp32 master weights; saved weights stay fp32), resolved per machine by :mod:`ragen_rllib.precision`
+            (fp32 master weights; saved weights stay fp32), resolved per machine by :mod:`ragen_rllib.core.precision`
             (``"auto"``: bf16 only on CUDA with bf16 or CPUs with AVX512-BF16/AMX, else fp32).
         eval_episodes: episodes of the acceptance rollout.
         eval_env: env id, short name or tag of the acceptance rollout (None: FrozenLake-4x4 non-slippery when
@@ -91,8 +92,8 @@ class WarmStartConfig:
     BATCH_PRETRAINED = 4
 
     def __post_init__(self) -> None:
+        from ragen_rllib.core.precision import validate_autocast
         from ragen_rllib.models.sft import validate_batching
-        from ragen_rllib.precision import validate_autocast
 
         validate_autocast(self.autocast, "WarmStartConfig.autocast")
         validate_batching(self.batching, "WarmStartConfig.batching")
@@ -126,7 +127,7 @@ class WarmStartReport:
     eval_env: str = ""
     eval_env_config: dict = field(default_factory=dict)
     precision: str = "float32"  # what the SFT forward passes ran in: "bfloat16" (autocast) or "float32"
-    cpu: dict = field(default_factory=dict)  # ragen_rllib.precision.cpu_info() of the machine that trained
+    cpu: dict = field(default_factory=dict)  # ragen_rllib.core.precision.cpu_info() of the machine that trained
     base_model: str = ""  # what was warm-started: "from scratch" (tiny preset) or the model's name
     lr: float = 0.0
     batch_size: int = 0
@@ -156,11 +157,11 @@ def warm_start(model_dir: str | Path, cfg: WarmStartConfig, evaluate: bool = Tru
 
     from ragen_rllib.agent.chat_format import ChatFormat
     from ragen_rllib.agent.prompts import generation_prefill
+    from ragen_rllib.core.precision import cpu_info, resolve_autocast
     from ragen_rllib.envs.loading import make_env
     from ragen_rllib.models.demonstrations import DemoPolicy, demonstrations
     from ragen_rllib.models.multi_agent_demos import MultiAgentDemoPolicy, demo_samples, multi_agent_demonstrations
     from ragen_rllib.models.sft import sft_train
-    from ragen_rllib.precision import cpu_info, resolve_autocast
 
     model_dir = Path(model_dir)
     from_scratch = (model_dir / TINY_MARKER).exists()
@@ -281,7 +282,7 @@ def _multi_agent(env: str) -> bool:
     if ":" not in env:
         return False
     from ragen_rllib.envs.loading import resolve_env as load
-    from ragen_rllib.envs.multi_agent import TurnBasedTextEnv
+    from ragen_rllib.envs.multi_agent.turn_based import TurnBasedTextEnv
 
     target = load(env)
     return isinstance(target, type) and issubclass(target, TurnBasedTextEnv)

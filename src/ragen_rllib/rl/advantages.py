@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import torch
 
-from ragen_rllib.logprobs import bool_mask
+from ragen_rllib.rl.logprobs import bool_mask
 from ragen_rllib.rl.tokens import (
     compute_dtype,
     group_stats,

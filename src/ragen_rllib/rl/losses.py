@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 import torch
 
-from ragen_rllib.logprobs import masked_mean
+from ragen_rllib.rl.logprobs import masked_mean
 
 AGG_MODES = ("token-mean", "seq-mean-token-mean", "seq-mean-token-sum", "seq-mean-token-sum-norm")
 KL_KINDS = ("k1", "k2", "k3", "abs")

@@ -10,7 +10,7 @@ import math
 
 import torch
 
-from ragen_rllib.logprobs import bool_mask, masked_mean
+from ragen_rllib.rl.logprobs import bool_mask, masked_mean
 
 WHITEN_EPS = 1e-8  # added to the variance before the rsqrt in masked_whiten (verl's value)
 

@@ -41,7 +41,7 @@ from ragen_rllib.core.weight_sync import unpack_weights
 from ragen_rllib.engines.base import SamplingConfig
 from ragen_rllib.envs.base import text_space
 from ragen_rllib.envs.loading import import_env_modules, make_env
-from ragen_rllib.envs.multi_agent import is_multi_agent
+from ragen_rllib.envs.multi_agent.turn_based import is_multi_agent
 from ragen_rllib.envs.timeout import TimeLimitedEnv
 
 logger = logging.getLogger(__name__)
@@ -77,9 +77,9 @@ class RagenEnvRunner(EnvRunner):
 
     # ------------------------------------------------------------------ set-up
     def _build_engine(self) -> None:
+        from ragen_rllib.core.precision import resolve_engine_dtype
         from ragen_rllib.engines.factory import vllm_available
         from ragen_rllib.models.serving import engine_and_chat
-        from ragen_rllib.precision import resolve_engine_dtype
 
         mc = self.config.model_config or {}
         kwargs = {"dtype": mc.get("dtype", "auto"), **dict(self.config.engine_kwargs or {})}
@@ -196,7 +196,7 @@ class RagenEnvRunner(EnvRunner):
 
     def _scripted_agents(self, env) -> dict:
         if self._scripted is None:
-            from ragen_rllib.envs.multi_agent import resolve_scripted
+            from ragen_rllib.envs.multi_agent.turn_based import resolve_scripted
 
             self._scripted = {agent: resolve_scripted(name, type(env), f"scripted_agents[{agent!r}]")
                               for agent, name in self.config.scripted_agents.items()}

@@ -62,7 +62,7 @@ CHECKPOINT_HIDDEN_BYTES = 4.0  # gradient checkpointing keeps only each block's 
 EMBED_HIDDEN_BYTES = 16.0  # embeddings, final norm and the gradient of the last hidden states (x hidden)
 HEAD_SLICE_BYTES = 22.0  # fused log-prob head: bytes per (position, vocabulary row of one slice) in backward
 FULL_LOGITS_BYTES = 30.0  # logprob_chunk=0: bytes per (position, vocabulary entry) of the full logits pass
-VOCAB_SLICE = 16384  # = ragen_rllib.logprobs.VOCAB_SLICE (not imported: that module imports torch)
+VOCAB_SLICE = 16384  # = ragen_rllib.rl.logprobs.VOCAB_SLICE (not imported: that module imports torch)
 #: fitted multiples of the structural per-token bytes (benchmarks/learner_memory.py), by gradient checkpointing
 SCALE = {False: 1.2, True: 4.3}
 NOGRAD_TOKEN_BYTES = (24.0, 8.0, 17.0)  # no-grad pass per token: x hidden, x intermediate, x vocabulary slice
@@ -307,7 +307,7 @@ def model_shape(name: str) -> ModelShape | None:
 
 def config_estimate(config, shape: ModelShape) -> LearnerMemory:
     """The estimate's settings from a RagenConfig (model_config keys, KL reference), for ``shape``."""
-    from ragen_rllib.precision import resolve_autocast, resolve_dtype
+    from ragen_rllib.core.precision import resolve_autocast, resolve_dtype
 
     mc = config.model_config or {}
     device = "cuda" if (config.num_gpus_per_learner or 0) > 0 else "cpu"

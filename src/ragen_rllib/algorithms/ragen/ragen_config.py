@@ -22,7 +22,7 @@ from ragen_rllib.algorithms.ragen.config.hyperparams import (
 )
 from ragen_rllib.algorithms.ragen.estimators import ESTIMATORS
 from ragen_rllib.algorithms.ragen.estimators import problems as estimator_problems
-from ragen_rllib.precision import validate_autocast, validate_dtype
+from ragen_rllib.core.precision import validate_autocast, validate_dtype
 
 DEFAULT_MODEL = "tiny:small"  # model_config["model"] when none is given (offline tiny model)
 
@@ -284,7 +284,7 @@ class RagenConfig(AlgorithmConfig, RagenHyperparams):
             bad("lr_min_ratio", "use a fraction in [0, 1]")
 
     def _validate_precision(self) -> None:
-        """model_config's ``dtype``, ``autocast`` (:mod:`ragen_rllib.precision`) and ``gradient_checkpointing``."""
+        """model_config's ``dtype``, ``autocast`` (:mod:`ragen_rllib.core.precision`) and ``gradient_checkpointing``."""
         from ragen_rllib.algorithms.ragen.memory import validate_checkpointing
 
         mc = self.model_config or {}

@@ -163,10 +163,10 @@ def select_rows(columns: dict[str, torch.Tensor], rows: torch.Tensor, width: int
 def _reference_logprobs(module, ref_lm, ids: torch.Tensor) -> torch.Tensor:
     """Token log-probs ``[B, T]`` (float32) of the reference policy: the frozen copy ``ref_lm``, or with LoRA the
     base model (the module's LM with its adapter disabled). With the module's ``logprob_chunk`` the vocabulary
-    logits never exist for every position at once (:func:`~ragen_rllib.logprobs.chunked_token_logprobs`)."""
+    logits never exist for every position at once (:func:`~ragen_rllib.rl.logprobs.chunked_token_logprobs`)."""
     import contextlib
 
-    from ragen_rllib.logprobs import model_token_logprobs
+    from ragen_rllib.rl.logprobs import model_token_logprobs
 
     lora = getattr(module, "lora", None)
     if ref_lm is None and not lora:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from ragen_rllib.core.env_tags import split_groups
 from ragen_rllib.envs.loading import check_env_config, env_offers_tools, import_env_modules, unregistered_in_runners
-from ragen_rllib.envs.served import check_server, is_url
+from ragen_rllib.envs.remote.served import check_server, is_url
 
 
 def check_envs(config) -> None:

@@ -1,6 +1,6 @@
 """Dotted config key paths (``training.lr``, ``environment.env_config.size``) and grouped settings: checked against
 the config file schema (the nearest valid key named), set on a config, and applied as a sweep's grouped setting
-(``{name: ..., preset: ..., section.key: value}``, see :mod:`ragen_rllib.sweep_space`)."""
+(``{name: ..., preset: ..., section.key: value}``, see :mod:`ragen_rllib.sweep.space`)."""
 
 from __future__ import annotations
 

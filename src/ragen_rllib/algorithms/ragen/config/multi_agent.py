@@ -69,7 +69,8 @@ def check_multi_agent(config) -> None:
                 raise ValueError(f"multi_agent settings (policies={modules}, agent_to_module="
                                  f"{config.agent_to_module}, scripted_agents={config.scripted_agents}) need a "
                                  f"turn-based multi-agent env (a PettingZoo AEC env such as "
-                                 f"'ragen_rllib.envs.tictactoe:TicTacToeEnv'); env {tag.env!r} is single-agent: "
+                                 "'ragen_rllib.envs.multi_agent.tictactoe:TicTacToeEnv'); "
+                                 f"env {tag.env!r} is single-agent: "
                                  "drop the multi_agent settings")
             continue
         agents = list(env.possible_agents)
@@ -96,7 +97,7 @@ def check_multi_agent(config) -> None:
 
 
 def _check_scripted(scripted: Mapping[str, str], env: type, agents: list[str]) -> None:
-    from ragen_rllib.envs.multi_agent import resolve_scripted
+    from ragen_rllib.envs.multi_agent.turn_based import resolve_scripted
 
     for agent, name in scripted.items():
         if agent not in agents:

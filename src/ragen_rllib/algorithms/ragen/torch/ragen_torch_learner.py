@@ -19,8 +19,8 @@ from ragen_rllib.algorithms.ragen.estimators import estimator
 from ragen_rllib.algorithms.ragen.memory import learner_token_budget
 from ragen_rllib.algorithms.ragen.ragen_learner import RagenLearner, prepare_columns, select_rows, uses_reference
 from ragen_rllib.core import keys as K
+from ragen_rllib.core.threads import learner_cpu_threads
 from ragen_rllib.engines.base import set_cpu_threads
-from ragen_rllib.ray_init import learner_cpu_threads
 from ragen_rllib.rl.losses import aggregate, kl_penalty, micro_batch_weights, policy_loss, value_loss
 from ragen_rllib.rl.micro_batches import pack_by_tokens, row_lengths
 

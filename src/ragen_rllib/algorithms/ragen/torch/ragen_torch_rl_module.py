@@ -6,14 +6,14 @@
 - ``dtype``: ``auto`` (default) | ``float32`` | ``bfloat16`` | ``float16`` — the module's weights (and optimizer
   state). ``auto`` is ``float32`` on every device: the learner keeps fp32 master weights, since bf16 weights
   would round away AdamW steps at small learning rates (a step of ~1e-6 relative vs bf16's ~4e-3 resolution);
-  speed comes from ``autocast``. Engines resolve their own ``auto`` (:func:`ragen_rllib.precision.resolve_dtype`:
+  speed comes from ``autocast``. Engines resolve their own ``auto`` (:func:`ragen_rllib.core.precision.resolve_dtype`:
   bf16 on a CUDA device with bf16 support, else fp32) and cast the synced weights on load.
 - ``lora``: ``None`` or a dict of ``peft.LoraConfig`` arguments (``r``, ``lora_alpha``, ``target_modules``...).
 - ``value_head``: build a critic head (GAE); it never goes to env runners (``InferenceOnlyAPI``).
 - ``temperature``: sampling temperature the log-probs are computed at (so they match the engine's).
 - ``logprob_chunk``: ``0``/``None``: the model's full ``[B, T, V]`` logits; a positive number (default 256):
   token log-probs and entropies from the last hidden states without them
-  (:func:`ragen_rllib.logprobs.chunked_token_logprobs`; results equal the full pass): a linear LM head takes a
+  (:func:`ragen_rllib.rl.logprobs.chunked_token_logprobs`; results equal the full pass): a linear LM head takes a
   fused step over vocabulary slices, any other head goes ``logprob_chunk`` positions at a time under activation
   checkpointing. Memory then scales with the hidden size, not the vocabulary. Models that post-process logits
   (``final_logit_softcapping``) always take the full pass.
@@ -24,11 +24,12 @@
   logs one line saying so.
 - ``share_prompt_prefix``: ``True`` (default): with ``logprob_chunk`` on and no gradient checkpointing, the
   prefix that every row of a forward pass shares (a group's prompt, the system text of all groups) is computed
-  once when it is at least half the rows (:func:`ragen_rllib.shared_prefix.shared_prefix_hidden`; equal to the
-  plain pass up to rounding).
+  once when it is at least half the rows
+  (:func:`~ragen_rllib.algorithms.ragen.torch.shared_prefix.shared_prefix_hidden`; equal to the plain
+  pass up to rounding).
 - ``autocast``: ``"auto"`` (default) | ``"bfloat16"`` | ``None``/``"none"``: run the learner's forward passes
   under bf16 autocast (weights and optimizer state stay in ``dtype``; ~1.5-2x faster on CPUs with
-  AMX/AVX512-BF16 and on GPUs). ``auto`` (:func:`ragen_rllib.precision.resolve_autocast`) picks bf16 only where
+  AMX/AVX512-BF16 and on GPUs). ``auto`` (:func:`ragen_rllib.core.precision.resolve_autocast`) picks bf16 only where
   it is fast, else fp32; it is resolved lazily on the device of the input ids (cached per device type), since
   the module is built before RLlib moves it to the learner's device. An explicit ``"bfloat16"`` on a CPU
   without bf16 units (~70x slower matmuls) logs a warning once per process.
@@ -47,10 +48,10 @@ from ray.rllib.core.rl_module.apis import InferenceOnlyAPI
 from ray.rllib.core.rl_module.torch import TorchRLModule
 from ray.rllib.utils.annotations import override
 
+from ragen_rllib.algorithms.ragen.torch.shared_prefix import shared_prefix_hidden
 from ragen_rllib.core import keys as K
-from ragen_rllib.logprobs import chunked_token_logprobs, gather_token_logprobs, masked_token_logprobs
+from ragen_rllib.rl.logprobs import chunked_token_logprobs, gather_token_logprobs, masked_token_logprobs
 from ragen_rllib.rl.losses import entropy_from_logits
-from ragen_rllib.shared_prefix import shared_prefix_hidden
 
 VALUE_HEAD = "value_head"  # attribute (and state-dict prefix) of the critic head
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
@@ -68,8 +69,8 @@ class RagenTorchRLModule(TorchRLModule, InferenceOnlyAPI):
         from transformers import AutoModelForCausalLM
 
         from ragen_rllib.algorithms.ragen.memory import validate_checkpointing
+        from ragen_rllib.core.precision import resolve_dtype, validate_autocast, validate_dtype
         from ragen_rllib.models.registry import resolve_model
-        from ragen_rllib.precision import resolve_dtype, validate_autocast, validate_dtype
 
         cfg = self.model_config or {}
         dtype_name, autocast = cfg.get("dtype", "auto"), cfg.get("autocast", "auto")
@@ -121,7 +122,7 @@ class RagenTorchRLModule(TorchRLModule, InferenceOnlyAPI):
 
     def autocast_dtype(self, device: torch.device | str) -> torch.dtype | None:
         """The autocast dtype of forward passes on ``device`` (None: fp32), resolved once per device type."""
-        from ragen_rllib.precision import resolve_autocast
+        from ragen_rllib.core.precision import resolve_autocast
 
         kind = torch.device(device).type
         if kind not in self._autocast_dtypes:
@@ -139,7 +140,7 @@ class RagenTorchRLModule(TorchRLModule, InferenceOnlyAPI):
 
         With ``batch[LOSS_MASK]`` (the learner's micro-batches and its no-grad pass always carry it) and
         ``logprob_chunk`` on, log-probs and entropies are computed at the masked tokens only and are 0 elsewhere
-        (:func:`ragen_rllib.logprobs.masked_token_logprobs`: the LM head skips the prompts); without it, at every
+        (:func:`ragen_rllib.rl.logprobs.masked_token_logprobs`: the LM head skips the prompts); without it, at every
         position."""
         ids = batch[K.INPUT_IDS].long()
         amp = self.autocast_dtype(ids.device)
@@ -147,7 +148,7 @@ class RagenTorchRLModule(TorchRLModule, InferenceOnlyAPI):
         with torch.autocast(ids.device.type, dtype=amp or torch.bfloat16, enabled=amp is not None):
             if self.logprob_chunk:  # logits a chunk of positions at a time (see chunked_token_logprobs)
                 base = self.lm.get_base_model() if self.lora else self.lm
-                if self.share_prefix:  # the rows' common prefix once (see ragen_rllib.shared_prefix)
+                if self.share_prefix:  # the rows' common prefix once (see shared_prefix.py)
                     hidden = shared_prefix_hidden(base.get_decoder(), ids)
                 else:
                     hidden = base.get_decoder()(input_ids=ids).last_hidden_state

@@ -1,0 +1,1 @@
+"""The client of an env served elsewhere (an OpenEnv server)."""

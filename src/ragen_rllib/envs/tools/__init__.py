@@ -1,0 +1,1 @@
+"""Envs that offer tools: the ToolEnv contract, SearchQA and BFCL multi-turn."""

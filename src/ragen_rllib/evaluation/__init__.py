@@ -1,0 +1,1 @@
+"""Evaluation on fixed seeds, and the transcript viewer."""
