@@ -135,6 +135,8 @@ def _key_values(items: list[str], flag: str) -> dict:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from ragen_rllib.engines.factory import BACKENDS
+
     parser = argparse.ArgumentParser(prog="ragen-rllib", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     train = sub.add_parser("train", help="train from a config file (RagenConfig.from_yaml)",
@@ -186,7 +188,7 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--episodes", type=int, default=16, help="fixed seeds per env")
     ev.add_argument("--k", type=int, default=1, help="samples per seed (pass@1..k)")
     ev.add_argument("--out", default=None, help="write the trajectories here (JSONL)")
-    ev.add_argument("--engine", choices=["auto", "vllm", "hf"], default="auto")
+    ev.add_argument("--engine", choices=BACKENDS, default="auto")
     ev.set_defaults(func=_cmd_eval)
     ex = sub.add_parser("export", help="save a checkpoint's policy as a Hugging Face model directory",
                         description="Write the checkpoint's policy (LoRA merged) and its tokenizer as a Hugging Face "

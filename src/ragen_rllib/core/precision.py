@@ -118,6 +118,13 @@ def resolve_dtype(value: str, device: torch.device | str) -> str:
     return value
 
 
+def learner_weight_dtype(value: str) -> str:
+    """The learner's master-weight dtype name for ``model_config['dtype']``: ``"float32"`` for ``"auto"`` on every
+    device (bf16 compute comes from autocast), else the name given. Unknown: ValueError."""
+    validate_dtype(value)
+    return "float32" if value == "auto" else value
+
+
 def resolve_engine_dtype(value: str, autocast: str | None, device: torch.device | str) -> str:
     """A run's generation-engine dtype: ``value`` (the engine's ``dtype``, else ``model_config['dtype']``) with
     ``"auto"`` resolved to the precision the learner computes in on ``device``: ``"bfloat16"`` when the learner's

@@ -26,10 +26,13 @@ class HFEngine:
     (temperature 0 = greedy, log-probs at temperature 1), i.e. before top-p/top-k filtering.
     """
 
-    def __init__(self, model, tokenizer=None, device: str = "cpu", dtype: torch.dtype | str = "auto",
+    def __init__(self, model, tokenizer=None, device: str | None = None, dtype: torch.dtype | str = "auto",
                  max_batch_size: int = 64, num_threads: int | None = None) -> None:
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
+        from ragen_rllib.core.device import device_type
+
+        device = device or device_type()
         if device == "cpu":
             set_cpu_threads(num_threads)
         if isinstance(model, str):

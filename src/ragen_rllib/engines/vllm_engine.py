@@ -21,10 +21,6 @@ from ragen_rllib.engines.base import FINISH_LENGTH, FINISH_STOP, Generation, Sam
 EXTENSION = "ragen_rllib.engines.vllm_worker.WeightReloadExtension"
 
 
-def _cpu_only() -> bool:
-    return not torch.cuda.is_available()
-
-
 class VLLMEngine:
     """Batched token-in/token-out sampling with ``vllm.LLM``.
 
@@ -39,6 +35,8 @@ class VLLMEngine:
         seed: engine seed.
         enforce_eager: no CUDA graphs / compilation (fast start).
         kv_cache_gib: KV-cache size on CPU (``VLLM_CPU_KVCACHE_SPACE``), unless the user set it.
+        device: ``"cpu"`` or ``"cuda"`` (None: :func:`ragen_rllib.core.device.device_type`, any visible GPU); a
+            runner passes its own by the same rule.
         num_threads: CPU threads of an in-process CPU engine (None: the process's torch threads, i.e.
             ``OMP_NUM_THREADS``; a runner passes ``num_cpus_per_env_runner``).
         llm_kwargs: anything else ``vllm.LLM`` takes.
@@ -46,8 +44,12 @@ class VLLMEngine:
 
     def __init__(self, model: str, *, dtype: str = "auto", max_model_len: int = 4096,
                  gpu_memory_utilization: float = 0.5, seed: int = 0, enforce_eager: bool = True,
-                 kv_cache_gib: int = 1, num_threads: int | None = None, **llm_kwargs) -> None:
-        if _cpu_only():
+                 kv_cache_gib: int = 1, device: str | None = None, num_threads: int | None = None,
+                 **llm_kwargs) -> None:
+        from ragen_rllib.core.device import device_type
+
+        self.device = device or device_type()
+        if self.device == "cpu":
             os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
             os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", str(kv_cache_gib))
             set_cpu_threads(num_threads)
@@ -56,10 +58,10 @@ class VLLMEngine:
         from ragen_rllib.core.precision import resolve_dtype
 
         if isinstance(dtype, str):
-            dtype = resolve_dtype(dtype, "cpu" if _cpu_only() else "cuda")
+            dtype = resolve_dtype(dtype, self.device)
         kwargs = dict(model=model, dtype=dtype, max_model_len=max_model_len, seed=seed, enforce_eager=enforce_eager,
                       worker_extension_cls=EXTENSION, logprobs_mode="processed_logprobs")
-        if not _cpu_only():
+        if self.device != "cpu":
             kwargs["gpu_memory_utilization"] = gpu_memory_utilization
         else:
             # vLLM-CPU crashes when a seeded request's prefill is split across steps ("CPU Generator does not

@@ -19,11 +19,11 @@ def engine_and_chat(model_name: str, agent_cfg: AgentConfig, backend: str = "aut
     from transformers import AutoTokenizer
 
     from ragen_rllib.agent.prompts import generation_prefill
-    from ragen_rllib.engines.factory import make_engine, vllm_available
+    from ragen_rllib.engines.factory import make_engine, resolve_backend
     from ragen_rllib.models.registry import resolve_model
 
     model = str(resolve_model(str(model_name)))
-    if backend == "vllm" or (backend == "auto" and vllm_available()):
+    if resolve_backend(backend) == "vllm":
         engine_kwargs.setdefault("max_model_len", agent_cfg.max_model_len)
     engine = make_engine(backend, model, **engine_kwargs)
     return engine, ChatFormat(AutoTokenizer.from_pretrained(model), prefill=generation_prefill(agent_cfg))

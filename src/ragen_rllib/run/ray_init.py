@@ -48,13 +48,13 @@ def joins_cluster(ray_kwargs: dict[str, Any]) -> bool:
 
 def ray_init_kwargs(**ray_kwargs: Any) -> dict[str, Any]:
     """The arguments :func:`init_ray` passes to ``ray.init`` (defaults merged under the user's values)."""
-    import torch
+    from ragen_rllib.core.device import device_type
 
     kwargs = dict(ray_kwargs)
     runtime_env = dict(kwargs.pop("runtime_env", None) or {})
     env_vars = dict(DEFAULT_ENV_VARS)
     user_vars = runtime_env.get("env_vars") or {}
-    if not torch.cuda.is_available():
+    if device_type() == "cpu":  # a machine without a GPU
         env_vars.update(CPU_ENV_VARS)
         if "OMP_NUM_THREADS" not in os.environ and "OMP_NUM_THREADS" not in user_vars:
             env_vars[OMP_DEFAULTED] = "1"

@@ -78,15 +78,13 @@ class RagenEnvRunner(EnvRunner):
     # ------------------------------------------------------------------ set-up
     def _build_engine(self) -> None:
         from ragen_rllib.core.precision import resolve_engine_dtype
-        from ragen_rllib.engines.factory import vllm_available
         from ragen_rllib.models.serving import engine_and_chat
 
         mc = self.config.model_config or {}
         kwargs = {"dtype": mc.get("dtype", "auto"), **dict(self.config.engine_kwargs or {})}
         device = engine_device(self.config.num_gpus_per_env_runner)
         kwargs["dtype"] = resolve_engine_dtype(kwargs["dtype"], mc.get("autocast", "auto"), device)
-        if not (self.config.engine == "vllm" or (self.config.engine == "auto" and vllm_available())):
-            kwargs.setdefault("device", device)  # vLLM places itself
+        kwargs.setdefault("device", device)
         if not self.config.num_gpus_per_env_runner:
             kwargs.setdefault("num_threads", engine_threads(self.config.num_cpus_per_env_runner))
         for module_id in self.module_ids:  # one engine per module: a module's weights reach its engine only
@@ -277,11 +275,11 @@ class RagenEnvRunner(EnvRunner):
 
 
 def engine_device(num_gpus: float) -> str:
-    """A runner engine's device (HF places itself there; vLLM's precision follows it): the GPU Ray gave this runner
-    (``num_gpus_per_env_runner`` > 0), else the CPU."""
-    import torch
+    """A runner engine's device (both engines place themselves there; the engine precision follows it), by
+    :func:`ragen_rllib.core.device.device_type` of ``num_gpus_per_env_runner``."""
+    from ragen_rllib.core.device import device_type
 
-    return "cuda" if num_gpus and torch.cuda.is_available() else "cpu"
+    return device_type(num_gpus or 0)
 
 
 def engine_threads(num_cpus: float | None) -> int:

@@ -307,12 +307,12 @@ def model_shape(name: str) -> ModelShape | None:
 
 def config_estimate(config, shape: ModelShape) -> LearnerMemory:
     """The estimate's settings from a RagenConfig (model_config keys, KL reference), for ``shape``."""
-    from ragen_rllib.core.precision import resolve_autocast, resolve_dtype
+    from ragen_rllib.core.device import planned_device_type
+    from ragen_rllib.core.precision import learner_weight_dtype, resolve_autocast
 
     mc = config.model_config or {}
-    device = "cuda" if (config.num_gpus_per_learner or 0) > 0 else "cpu"
-    dtype = mc.get("dtype", "auto")
-    weight_bytes = 4 if dtype == "auto" else {"float32": 4, "bfloat16": 2, "float16": 2}[resolve_dtype(dtype, device)]
+    device = planned_device_type(config.num_gpus_per_learner)
+    weight_bytes = {"float32": 4, "bfloat16": 2, "float16": 2}[learner_weight_dtype(mc.get("dtype", "auto"))]
     lora = mc.get("lora")
     params = shape.params
     trainable = shape.lora_params(lora) if lora else params
@@ -338,12 +338,11 @@ def check_config(config) -> int | None:
     """The driver's check in ``RagenConfig.validate()``: the budget the learners will use, or ValueError if
     the configured model cannot train within ``learner_memory_gib``. None when the driver cannot tell (GPU
     learners seen from a driver without CUDA, an unreadable model config)."""
-    device = "cuda" if (config.num_gpus_per_learner or 0) > 0 else "cpu"
-    if device == "cuda":
-        import torch
+    from ragen_rllib.core.device import device_type, planned_device_type
 
-        if not torch.cuda.is_available():
-            return None
+    device = planned_device_type(config.num_gpus_per_learner)
+    if device != device_type(config.num_gpus_per_learner):
+        return None
     shape = model_shape(config.model_name)
     if shape is None:
         return None

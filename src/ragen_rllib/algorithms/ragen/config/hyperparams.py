@@ -17,6 +17,7 @@ from typing import Any
 
 from ragen_rllib.agent.config import CONTEXT_MODES, AgentConfig
 from ragen_rllib.algorithms.ragen.estimators import ESTIMATORS
+from ragen_rllib.engines.factory import BACKENDS
 from ragen_rllib.rl.filtering import FILTER_METRICS, FILTER_STRATEGIES, KEEP, TOP_P_MODES
 from ragen_rllib.rl.losses import AGG_MODES, KL_KINDS
 from ragen_rllib.rl.rewards import NORM_SCOPES, REWARD_NORMS
@@ -26,7 +27,7 @@ _AGENT = AgentConfig()
 AGENT_KEYS = tuple(f.name for f in fields(AgentConfig))
 
 ADV_ESTIMATORS = tuple(ESTIMATORS)  # the estimator table decides everything else about each one
-ENGINES = ("auto", "vllm", "hf")
+ENGINES = BACKENDS  # the engine backends: engines/factory.py
 OLD_LOGPROBS_SOURCES = ("learner", "engine")
 RUNNER_FAILURE_MODES = ("resample", "train_on_rest")
 ROLLOUT_MODES = ("sync", "one_step_off")

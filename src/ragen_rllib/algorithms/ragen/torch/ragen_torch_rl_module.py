@@ -69,7 +69,7 @@ class RagenTorchRLModule(TorchRLModule, InferenceOnlyAPI):
         from transformers import AutoModelForCausalLM
 
         from ragen_rllib.algorithms.ragen.memory import validate_checkpointing
-        from ragen_rllib.core.precision import resolve_dtype, validate_autocast, validate_dtype
+        from ragen_rllib.core.precision import learner_weight_dtype, validate_autocast, validate_dtype
         from ragen_rllib.models.registry import resolve_model
 
         cfg = self.model_config or {}
@@ -79,10 +79,9 @@ class RagenTorchRLModule(TorchRLModule, InferenceOnlyAPI):
         #: The autocast setting; resolved per device type on the first forward pass there (see autocast_dtype).
         self.autocast = autocast
         self._autocast_dtypes: dict[str, torch.dtype | None] = {}
-        # "auto": fp32 master weights on every device (see the module docstring); bf16 compute via autocast.
-        # Explicit names are checked on the device this process would train on (the slow-bf16 warning is CPU-only).
-        device = "cuda" if torch.cuda.is_available() else "cpu"
-        dtype = DTYPES["float32" if dtype_name == "auto" else resolve_dtype(dtype_name, device)]
+        # The device is not known here (RLlib's learner moves the module after building it): an explicit bf16 on a
+        # CPU without bf16 units is warned about on the first forward pass there (autocast_dtype).
+        dtype = DTYPES[learner_weight_dtype(dtype_name)]
         self.lm = AutoModelForCausalLM.from_pretrained(resolve_model(cfg["model"]), dtype=dtype)
         self.lora = cfg.get("lora")
         if self.lora:
@@ -122,10 +121,11 @@ class RagenTorchRLModule(TorchRLModule, InferenceOnlyAPI):
 
     def autocast_dtype(self, device: torch.device | str) -> torch.dtype | None:
         """The autocast dtype of forward passes on ``device`` (None: fp32), resolved once per device type."""
-        from ragen_rllib.core.precision import resolve_autocast
+        from ragen_rllib.core.precision import resolve_autocast, resolve_dtype
 
         kind = torch.device(device).type
         if kind not in self._autocast_dtypes:
+            resolve_dtype((self.model_config or {}).get("dtype", "auto"), kind)  # the one slow-bf16 warning
             self._autocast_dtypes[kind] = resolve_autocast(self.autocast, kind)
         return self._autocast_dtypes[kind]
 
