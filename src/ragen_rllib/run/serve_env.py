@@ -3,7 +3,9 @@
 The server is openenv-core's own (``create_fastapi_app``): its WebSocket session protocol (``/ws``: reset, step,
 state, close; one env instance per connection, so one server holds many concurrent episodes), plus ``/health``,
 ``/schema``, ``/metadata`` and the stateless HTTP ``/reset`` and ``/step``. An episode's env lives as long as its
-session; a session idle past ``session_timeout_s`` is reaped.
+session; a session idle past ``session_timeout_s`` is reaped. OpenEnv's HTTP ``/step`` makes a new env for each
+request, so it has no episode to step: it answers ``409 Conflict`` with a message that names the ``/ws`` session
+protocol (:data:`STATELESS_STEP`), not a server error.
 
 The action is :class:`TextAction` (``{"action": "<the env's action string>"}``), the observation
 :class:`TextObservation`: the env's text, ``info``, ``truncated`` and, so that a remote agent can build its
@@ -28,6 +30,14 @@ from ragen_rllib.envs.loading import make_env
 
 #: Where servers listen unless told otherwise (never all interfaces by default).
 DEFAULT_HOST = "127.0.0.1"
+#: The answer to a step with no episode (OpenEnv's stateless HTTP ``/step``, or a session that never reset).
+STATELESS_STEP = ("no episode to step: OpenEnv's HTTP /reset and /step are stateless (each request gets a new env). "
+                  "Play an episode over a WebSocket session at /ws: send reset, then step, in one connection "
+                  "(openenv-core's GenericEnvClient and ragen_rllib's ServedEnv do this)")
+
+
+class EpisodeNotStarted(RuntimeError):
+    """A step before any reset in this env instance; the app answers it with 409 (see :data:`STATELESS_STEP`)."""
 
 
 class TextAction(Action):
@@ -63,6 +73,7 @@ def environment_class(env_id: str, env_config: dict | None = None) -> type[Envir
             super().__init__()
             self.env = make_env(env_id, config)
             self._state = State(step_count=0)
+            self._started = False
 
         def _observation(self, text: str, info: dict, reward: float | None = None, done: bool = False,
                          truncated: bool = False) -> TextObservation:
@@ -76,9 +87,12 @@ def environment_class(env_id: str, env_config: dict | None = None) -> type[Envir
                   **kwargs: Any) -> TextObservation:
             text, info = self.env.reset(seed=seed, options=options)
             self._state = State(episode_id=episode_id, step_count=0)
+            self._started = True
             return self._observation(text, info)
 
         def step(self, action: TextAction, timeout_s: float | None = None, **kwargs: Any) -> TextObservation:
+            if not self._started:
+                raise EpisodeNotStarted(STATELESS_STEP)
             text, reward, terminated, truncated, info = self.env.step(action.action)
             self._state.step_count += 1
             return self._observation(text, info, float(reward), bool(terminated or truncated), bool(truncated))
@@ -107,7 +121,14 @@ def create_app(env_id: str, env_config: dict | None = None, max_concurrent_envs:
     app = create_fastapi_app(environment_class(env_id, env_config), TextAction, TextObservation,
                              concurrency_config=concurrency)
     app.add_middleware(_QuietClientClose)
+    app.add_exception_handler(EpisodeNotStarted, _conflict)
     return app
+
+
+async def _conflict(request, exc: EpisodeNotStarted):
+    from fastapi.responses import JSONResponse
+
+    return JSONResponse(status_code=409, content={"detail": str(exc)})
 
 
 class _QuietClientClose:

@@ -124,6 +124,14 @@ def test_serve_env_speaks_openenv_to_openenv_cores_own_client(servers):
                     (text, reward, term or trunc, info)
                 if got.done:
                     break
+        # a plain HTTP client: /reset works, /step has no episode to step and says how to play one (not a 500)
+        assert requests.post(f"http://127.0.0.1:{port}/reset", json={"seed": 11}, timeout=5).status_code == 200
+        answer = requests.post(f"http://127.0.0.1:{port}/step", json={"action": {"action": "Right"}}, timeout=5)
+        assert answer.status_code == 409 and "/ws" in answer.json()["detail"], answer.text
+        bad = requests.post(f"http://127.0.0.1:{port}/step", json={"action": {"wrong": 1}}, timeout=5)
+        assert bad.status_code == 422, bad.text  # openenv-core's own check of the action's shape
+        with GenericEnvClient(base_url=f"http://127.0.0.1:{port}").sync() as client:  # the server still serves
+            assert client.reset(seed=11).observation["text"] == local.reset(seed=11)[0]
 
 
 def test_a_served_tool_env_equals_the_env_in_process_and_sessions_are_concurrent(servers):
