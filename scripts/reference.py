@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import ast
-import inspect
 import sys
 from pathlib import Path
 
@@ -54,8 +53,8 @@ def render() -> str:
     from ragen_rllib.algorithms.ragen.config.config_files import RUN_KEYS, SECTIONS, section_keys
     from ragen_rllib.algorithms.ragen.config.hyperparams import HYPERPARAMS, RLLIB_OVERRIDES, TYPES, type_name
     from ragen_rllib.algorithms.ragen.estimators import ESTIMATORS
-    from ragen_rllib.algorithms.ragen.torch import ragen_torch_rl_module
     from ragen_rllib.core.keys import COLUMNS
+    from ragen_rllib.core.model_config import MODEL_SETTINGS
 
     out = ["# Reference", "",
            "Generated from the code by `scripts/reference.py` (a test checks that this page is current): "
@@ -79,10 +78,9 @@ def render() -> str:
     out += _table(["name", "runs on", "critic", "groups", "meaning"],
                   [[f"`{n}`", e.where, "yes" if e.critic else "no", "yes" if e.groups else "no", e.meaning]
                    for n, e in ESTIMATORS.items()])
-    doc = inspect.getdoc(ragen_torch_rl_module) or ""
-    keys_doc = doc.split("``model_config`` keys", 1)[1].split("\n\n", 1)[1].split("\n\nThe module", 1)[0]
-    out += ["## `model_config` keys (`RagenConfig.rl_module(model_config=...)`)", "",
-            keys_doc.replace("``", "`").replace(":func:", "").replace(":class:", ""), ""]
+    out += ["## `model_config` keys (`RagenConfig.rl_module(model_config=...)`)", ""]
+    out += _table(["key", "default", "allowed", "meaning"],
+                  [[f"`{k}`", f"`{s.default!r}`", s.expected, s.meaning] for k, s in MODEL_SETTINGS.items()])
     out += ["## Batch columns (the driver-learner contract)", ""]
     out += _table(["column", "shape", "dtype", "written by", "read by"],
                   [[f"`{n}`", c.shape, c.dtype, c.writer, c.readers] for n, c in COLUMNS.items()])

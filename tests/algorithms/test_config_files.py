@@ -74,7 +74,7 @@ NON_DEFAULT = {
     "env_runners": {"num_env_runners": 2, "max_requests_in_flight_per_env_runner": 3, "sample_timeout_s": 99.0,
                     "custom_resources_per_env_runner": {"rollout": 1}},
     "learners": {"num_learners": 2, "num_cpus_per_learner": 2, "max_requests_in_flight_per_learner": 5},
-    "rl_module": {"model_config": {"model": "tiny:small", "lora_rank": 4}},
+    "rl_module": {"model_config": {"model": "tiny:small", "logprob_chunk": 64}},
     "training": {"lr": 3e-5, "grad_clip": 0.5, "clip_high": 0.3, "filter_strategy": "top_k", "filter_value": 0.5},
     "evaluation": {"evaluation_interval": 2, "evaluation_duration": 3, "evaluation_parallel_to_training": True},
     "fault_tolerance": {"restart_failed_env_runners": False, "env_runner_health_probe_timeout_s": 7.0,

@@ -111,8 +111,10 @@ def test_auto_checkpointing_turns_on_only_where_one_row_needs_it():
 
 @pytest.mark.parametrize("value", ["yes", 1, None])
 def test_a_bad_checkpointing_value_is_named(value):
+    from ragen_rllib.core.model_config import validate_model_config
+
     with pytest.raises(ValueError, match=r"checkpointing'\]=.* is invalid: use one of \(True, False, 'auto'\)"):
-        M.validate_checkpointing(value)
+        validate_model_config({"gradient_checkpointing": value})
 
 
 def test_the_learner_switches_auto_checkpointing_on_in_its_module(caplog):

@@ -67,6 +67,7 @@ def export_checkpoint(checkpoint: str | Path, out: str | Path, module_id: str | 
     from ray.rllib.core.rl_module.rl_module import RLModule
     from transformers import AutoTokenizer
 
+    from ragen_rllib.core.model_config import model_setting
     from ragen_rllib.models.registry import resolve_model
 
     modules = checkpoint_modules(checkpoint)
@@ -82,7 +83,7 @@ def export_checkpoint(checkpoint: str | Path, out: str | Path, module_id: str | 
     lm = module.lm.merge_and_unload() if getattr(module, "lora", None) else module.lm
     out = Path(out)
     lm.save_pretrained(out)
-    AutoTokenizer.from_pretrained(resolve_model(module.model_config["model"])).save_pretrained(out)
+    AutoTokenizer.from_pretrained(resolve_model(model_setting(module.model_config, "model"))).save_pretrained(out)
     return out
 
 

@@ -1,4 +1,4 @@
-"""Model names: what ``model_config["model"]`` (and every other place that takes a model) may be.
+"""Model names: what the ``model`` model setting (and every other place that takes a model) may be.
 
 - ``tiny:<preset>``: a cached build of an offline tiny model (:mod:`ragen_rllib.models.tiny`);
 - ``gguf:<shipped name>`` or ``gguf:<file.gguf>``: a cached Hugging Face conversion of a GGUF file
@@ -59,5 +59,5 @@ def model_problem(name_or_path: str) -> str | None:
     return None
 
 
-#: The names of shipped pretrained models, as ``model_config["model"]`` takes them.
+#: The names of shipped pretrained models, as the ``model`` model setting takes them.
 SHIPPED_NAMES = tuple(GGUF_PREFIX + name for name in SHIPPED)

@@ -77,13 +77,14 @@ class RagenEnvRunner(EnvRunner):
 
     # ------------------------------------------------------------------ set-up
     def _build_engine(self) -> None:
+        from ragen_rllib.core.model_config import model_setting
         from ragen_rllib.core.precision import resolve_engine_dtype
         from ragen_rllib.models.serving import engine_and_chat
 
         mc = self.config.model_config or {}
-        kwargs = {"dtype": mc.get("dtype", "auto"), **dict(self.config.engine_kwargs or {})}
+        kwargs = {"dtype": model_setting(mc, "dtype"), **dict(self.config.engine_kwargs or {})}
         device = engine_device(self.config.num_gpus_per_env_runner)
-        kwargs["dtype"] = resolve_engine_dtype(kwargs["dtype"], mc.get("autocast", "auto"), device)
+        kwargs["dtype"] = resolve_engine_dtype(kwargs["dtype"], model_setting(mc, "autocast"), device)
         kwargs.setdefault("device", device)
         if not self.config.num_gpus_per_env_runner:
             kwargs.setdefault("num_threads", engine_threads(self.config.num_cpus_per_env_runner))

@@ -51,6 +51,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from ragen_rllib.core.model_config import MODEL_SETTINGS, model_setting
+
 logger = logging.getLogger("ragen_rllib.memory")
 
 GIB = 1024**3
@@ -143,7 +145,7 @@ class LearnerMemory:
     weight_bytes: int = 4  # bytes per parameter of model_config['dtype'] (auto: fp32 master weights)
     autocast: bool = True  # forward passes under bf16 autocast
     gradient_checkpointing: bool = False
-    logprob_chunk: int = 256  # model_config['logprob_chunk'] (0: the full logits)
+    logprob_chunk: int = MODEL_SETTINGS["logprob_chunk"].default  # model_config['logprob_chunk'] (0: full logits)
     reference_copy: bool = False  # a frozen copy of the model for the KL reference (KL without LoRA)
 
     def static_bytes(self) -> int:
@@ -237,17 +239,6 @@ def resolve_token_budget(est: LearnerMemory, memory_bytes: float, longest_row: i
     return requested
 
 
-#: model_config['gradient_checkpointing'] values; "auto" (the default) turns it on only where one row needs it
-CHECKPOINTING_VALUES = (True, False, "auto")
-
-
-def validate_checkpointing(value: object, key: str = "model_config['gradient_checkpointing']") -> None:
-    """Raise ValueError naming ``key``, the value and the allowed values unless ``value`` is one of them."""
-    if not (isinstance(value, bool) or value == "auto"):
-        raise ValueError(f"{key}={value!r} is invalid: use one of {CHECKPOINTING_VALUES} ('auto': on only where one "
-                         "row of max_model_len tokens does not fit learner_memory_gib without it)")
-
-
 def auto_checkpointing(est: LearnerMemory, setting: object, memory_bytes: float, longest_row: int) -> LearnerMemory:
     """The estimate with ``model_config['gradient_checkpointing']`` resolved: ``"auto"`` turns checkpointing on
     when one row of ``longest_row`` tokens does not fit ``memory_bytes`` without it and does with it (else the
@@ -308,19 +299,20 @@ def model_shape(name: str) -> ModelShape | None:
 def config_estimate(config, shape: ModelShape) -> LearnerMemory:
     """The estimate's settings from a RagenConfig (model_config keys, KL reference), for ``shape``."""
     from ragen_rllib.core.device import planned_device_type
+    from ragen_rllib.core.model_config import model_setting
     from ragen_rllib.core.precision import learner_weight_dtype, resolve_autocast
 
     mc = config.model_config or {}
     device = planned_device_type(config.num_gpus_per_learner)
-    weight_bytes = {"float32": 4, "bfloat16": 2, "float16": 2}[learner_weight_dtype(mc.get("dtype", "auto"))]
-    lora = mc.get("lora")
+    weight_bytes = {"float32": 4, "bfloat16": 2, "float16": 2}[learner_weight_dtype(model_setting(mc, "dtype"))]
+    lora = model_setting(mc, "lora")
     params = shape.params
     trainable = shape.lora_params(lora) if lora else params
     return LearnerMemory(shape=shape, params=params + (trainable if lora else 0), trainable=trainable,
                          weight_bytes=weight_bytes,
-                         autocast=resolve_autocast(mc.get("autocast", "auto"), device) is not None,
-                         gradient_checkpointing=mc.get("gradient_checkpointing", "auto") is True,
-                         logprob_chunk=int(mc.get("logprob_chunk", 256) or 0),
+                         autocast=resolve_autocast(model_setting(mc, "autocast"), device) is not None,
+                         gradient_checkpointing=model_setting(mc, "gradient_checkpointing") is True,
+                         logprob_chunk=int(model_setting(mc, "logprob_chunk") or 0),
                          reference_copy=bool(config.use_kl_loss or config.use_kl_in_reward) and not lora)
 
 
@@ -347,7 +339,7 @@ def check_config(config) -> int | None:
     if shape is None:
         return None
     memory, text = learner_memory_bytes(config, device)
-    setting = (config.model_config or {}).get("gradient_checkpointing", "auto")
+    setting = model_setting(config.model_config, "gradient_checkpointing")
     est = auto_checkpointing(config_estimate(config, shape), setting, memory, config.max_model_len)
     budget = resolve_token_budget(est, memory, config.max_model_len, config.max_tokens_per_micro_batch, text)
     if est.gradient_checkpointing and setting == "auto":

@@ -22,9 +22,7 @@ from ragen_rllib.algorithms.ragen.config.hyperparams import (
 )
 from ragen_rllib.algorithms.ragen.estimators import ESTIMATORS
 from ragen_rllib.algorithms.ragen.estimators import problems as estimator_problems
-from ragen_rllib.core.precision import validate_autocast, validate_dtype
-
-DEFAULT_MODEL = "tiny:small"  # model_config["model"] when none is given (offline tiny model)
+from ragen_rllib.core.model_config import DEFAULT_MODEL, model_setting, validate_model_config
 
 
 class RagenConfig(AlgorithmConfig, RagenHyperparams):
@@ -182,7 +180,7 @@ class RagenConfig(AlgorithmConfig, RagenHyperparams):
     # ------------------------------------------------------------------ derived settings
     @property
     def model_name(self) -> str:
-        return (self.model_config or {}).get("model", DEFAULT_MODEL)
+        return model_setting(self.model_config, "model")
 
     @property
     def uses_critic(self) -> bool:
@@ -283,18 +281,12 @@ class RagenConfig(AlgorithmConfig, RagenHyperparams):
         if not 0 <= self.lr_min_ratio <= 1:
             bad("lr_min_ratio", "use a fraction in [0, 1]")
 
-    def _validate_precision(self) -> None:
-        """model_config's ``dtype``, ``autocast`` (:mod:`ragen_rllib.core.precision`) and ``gradient_checkpointing``."""
-        from ragen_rllib.algorithms.ragen.memory import validate_checkpointing
-
-        mc = self.model_config or {}
-        for key, check in (("dtype", validate_dtype), ("autocast", validate_autocast),
-                           ("gradient_checkpointing", validate_checkpointing)):
-            if key in mc:
-                try:
-                    check(mc[key], f"model_config[{key!r}]")
-                except ValueError as err:
-                    self._value_error(f"RagenConfig: {err}")
+    def _validate_model_config(self) -> None:
+        """Every ``model_config`` key and value (:mod:`ragen_rllib.core.model_config`)."""
+        try:
+            validate_model_config(self.model_config)
+        except ValueError as err:
+            self._value_error(f"RagenConfig: {err}")
 
     def _validate_model(self) -> None:
         from ragen_rllib.models.registry import model_problem
@@ -349,7 +341,8 @@ class RagenConfig(AlgorithmConfig, RagenHyperparams):
                 bad(key, "use a positive integer")
         for key, fix in estimator_problems(self.adv_estimator, self):  # the estimator table row's own checks
             bad(key, fix)
-        head = (self.model_config or {}).get("value_head", self.uses_critic)
+        head = model_setting(self.model_config, "value_head")
+        head = self.uses_critic if head is None else head
         if bool(head) != self.uses_critic:
             need = "needs a critic" if self.uses_critic else "has no critic"
             self._value_error(f"RagenConfig: model_config['value_head']={head!r} disagrees with "
@@ -390,7 +383,7 @@ class RagenConfig(AlgorithmConfig, RagenHyperparams):
                 "old_logprobs='engine' (or rollout_mode='sync')")
         if self.train_temperature <= 0:
             bad("train_temperature", "use a temperature > 0 for training rollouts (log-probs need sampling)")
-        self._validate_precision()
+        self._validate_model_config()
         self._validate_env()
         self._validate_model()
         try:

@@ -1,38 +1,10 @@
 """The LLM policy as an RLlib RLModule: a Hugging Face causal LM (+ optional LoRA, + a value head).
 
-``model_config`` keys (set through ``RagenConfig.rl_module(model_config=...)``):
-
-- ``model``: Hugging Face id, local directory, or ``tiny:<preset>`` (the offline tiny model).
-- ``dtype``: ``auto`` (default) | ``float32`` | ``bfloat16`` | ``float16`` — the module's weights (and optimizer
-  state). ``auto`` is ``float32`` on every device: the learner keeps fp32 master weights, since bf16 weights
-  would round away AdamW steps at small learning rates (a step of ~1e-6 relative vs bf16's ~4e-3 resolution);
-  speed comes from ``autocast``. Engines resolve their own ``auto`` (:func:`ragen_rllib.core.precision.resolve_dtype`:
-  bf16 on a CUDA device with bf16 support, else fp32) and cast the synced weights on load.
-- ``lora``: ``None`` or a dict of ``peft.LoraConfig`` arguments (``r``, ``lora_alpha``, ``target_modules``...).
-- ``value_head``: build a critic head (GAE); it never goes to env runners (``InferenceOnlyAPI``).
-- ``temperature``: sampling temperature the log-probs are computed at (so they match the engine's).
-- ``logprob_chunk``: ``0``/``None``: the model's full ``[B, T, V]`` logits; a positive number (default 256):
-  token log-probs and entropies from the last hidden states without them
-  (:func:`ragen_rllib.rl.logprobs.chunked_token_logprobs`; results equal the full pass): a linear LM head takes a
-  fused step over vocabulary slices, any other head goes ``logprob_chunk`` positions at a time under activation
-  checkpointing. Memory then scales with the hidden size, not the vocabulary. Models that post-process logits
-  (``final_logit_softcapping``) always take the full pass.
-- ``gradient_checkpointing``: ``"auto"`` (default) | ``True`` | ``False``. ``True`` recomputes each transformer
-  block's activations in backward (Hugging Face's ``gradient_checkpointing_enable``): less memory for one more
-  forward. ``"auto"``: the learner turns it on at build only when one row of ``max_model_len`` tokens would not
-  fit ``learner_memory_gib`` without it (:func:`ragen_rllib.algorithms.ragen.memory.auto_checkpointing`), and
-  logs one line saying so.
-- ``share_prompt_prefix``: ``True`` (default): with ``logprob_chunk`` on and no gradient checkpointing, the
-  prefix that every row of a forward pass shares (a group's prompt, the system text of all groups) is computed
-  once when it is at least half the rows
-  (:func:`~ragen_rllib.algorithms.ragen.torch.shared_prefix.shared_prefix_hidden`; equal to the plain
-  pass up to rounding).
-- ``autocast``: ``"auto"`` (default) | ``"bfloat16"`` | ``None``/``"none"``: run the learner's forward passes
-  under bf16 autocast (weights and optimizer state stay in ``dtype``; ~1.5-2x faster on CPUs with
-  AMX/AVX512-BF16 and on GPUs). ``auto`` (:func:`ragen_rllib.core.precision.resolve_autocast`) picks bf16 only where
-  it is fast, else fp32; it is resolved lazily on the device of the input ids (cached per device type), since
-  the module is built before RLlib moves it to the learner's device. An explicit ``"bfloat16"`` on a CPU
-  without bf16 units (~70x slower matmuls) logs a warning once per process.
+``model_config`` keys (set through ``RagenConfig.rl_module(model_config=...)``): declared, with defaults, allowed
+values and meanings, in :data:`ragen_rllib.core.model_config.MODEL_SETTINGS` (listed in docs/reference.md). The
+learner keeps fp32 master weights under ``dtype="auto"``; bf16 compute comes from ``autocast``, resolved lazily on
+the device of the input ids (cached per device type), since the module is built before RLlib moves it to the
+learner's device.
 
 The module is never asked for actions: env runners sample with a generation engine and only receive the
 weights. ``get_state`` keeps tensors in the model's dtype (RLlib's default converts to fp32 numpy), and
@@ -55,8 +27,6 @@ from ragen_rllib.rl.losses import entropy_from_logits
 
 VALUE_HEAD = "value_head"  # attribute (and state-dict prefix) of the critic head
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
-#: positions per chunk of vocabulary-sized logits in the learner's passes (model_config["logprob_chunk"])
-DEFAULT_LOGPROB_CHUNK = 256
 
 
 class RagenTorchRLModule(TorchRLModule, InferenceOnlyAPI):
@@ -68,40 +38,38 @@ class RagenTorchRLModule(TorchRLModule, InferenceOnlyAPI):
     def setup(self) -> None:
         from transformers import AutoModelForCausalLM
 
-        from ragen_rllib.algorithms.ragen.memory import validate_checkpointing
-        from ragen_rllib.core.precision import learner_weight_dtype, validate_autocast, validate_dtype
+        from ragen_rllib.core.model_config import model_setting, validate_model_config
+        from ragen_rllib.core.precision import learner_weight_dtype
         from ragen_rllib.models.registry import resolve_model
 
         cfg = self.model_config or {}
-        dtype_name, autocast = cfg.get("dtype", "auto"), cfg.get("autocast", "auto")
-        validate_dtype(dtype_name, "model_config['dtype']")
-        validate_autocast(autocast, "model_config['autocast']")
+        validate_model_config(cfg)
+        dtype_name, autocast = model_setting(cfg, "dtype"), model_setting(cfg, "autocast")
         #: The autocast setting; resolved per device type on the first forward pass there (see autocast_dtype).
         self.autocast = autocast
         self._autocast_dtypes: dict[str, torch.dtype | None] = {}
         # The device is not known here (RLlib's learner moves the module after building it): an explicit bf16 on a
         # CPU without bf16 units is warned about on the first forward pass there (autocast_dtype).
         dtype = DTYPES[learner_weight_dtype(dtype_name)]
-        self.lm = AutoModelForCausalLM.from_pretrained(resolve_model(cfg["model"]), dtype=dtype)
-        self.lora = cfg.get("lora")
+        self.lm = AutoModelForCausalLM.from_pretrained(resolve_model(model_setting(cfg, "model")), dtype=dtype)
+        self.lora = model_setting(cfg, "lora")
         if self.lora:
             from peft import LoraConfig, get_peft_model
 
             self.lm = get_peft_model(self.lm, LoraConfig(task_type="CAUSAL_LM", **self.lora))
-        self.temperature = float(cfg.get("temperature", 1.0))
-        self.logprob_chunk = int(cfg.get("logprob_chunk", DEFAULT_LOGPROB_CHUNK) or 0)
+        self.temperature = float(model_setting(cfg, "temperature") or 1.0)
+        self.logprob_chunk = int(model_setting(cfg, "logprob_chunk") or 0)
         if self.logprob_chunk and getattr(self.lm.config.get_text_config(), "final_logit_softcapping", None):
             self.logprob_chunk = 0  # logits = lm_head(hidden) does not hold for it: the full pass
         #: the gradient_checkpointing setting ("auto" is resolved by the learner, see the module docstring)
-        self.gradient_checkpointing = cfg.get("gradient_checkpointing", "auto")
-        validate_checkpointing(self.gradient_checkpointing)
-        self.share_prefix = bool(cfg.get("share_prompt_prefix", True))
+        self.gradient_checkpointing = model_setting(cfg, "gradient_checkpointing")
+        self.share_prefix = model_setting(cfg, "share_prompt_prefix")
         if self.gradient_checkpointing is True:
             self.enable_gradient_checkpointing()
         #: Whether the entropy output carries gradients; the learner turns it off when entropy_coeff is 0,
         #: so the entropy is then a metric computed without autograd (saves ~15% of a CPU update).
         self.entropy_requires_grad = True
-        if cfg.get("value_head") and not self.inference_only:
+        if model_setting(cfg, "value_head") and not self.inference_only:
             hidden = self.lm.config.get_text_config().hidden_size
             head = torch.nn.Linear(hidden, 1, dtype=dtype)
             torch.nn.init.zeros_(head.weight)
@@ -121,11 +89,12 @@ class RagenTorchRLModule(TorchRLModule, InferenceOnlyAPI):
 
     def autocast_dtype(self, device: torch.device | str) -> torch.dtype | None:
         """The autocast dtype of forward passes on ``device`` (None: fp32), resolved once per device type."""
+        from ragen_rllib.core.model_config import model_setting
         from ragen_rllib.core.precision import resolve_autocast, resolve_dtype
 
         kind = torch.device(device).type
         if kind not in self._autocast_dtypes:
-            resolve_dtype((self.model_config or {}).get("dtype", "auto"), kind)  # the one slow-bf16 warning
+            resolve_dtype(model_setting(self.model_config, "dtype"), kind)  # the one slow-bf16 warning
             self._autocast_dtypes[kind] = resolve_autocast(self.autocast, kind)
         return self._autocast_dtypes[kind]
 
