@@ -61,10 +61,11 @@ def build_warm_model(envs: dict[str, dict], settings: dict, label: str, eval_env
 
 def run(model: Path, env: str, algo: str, seed: int, args) -> dict:
     from ragen_rllib import RagenConfig
-    from ragen_rllib.envs.catalog import resolve_env_id
+    from ragen_rllib.envs.loading import resolve_env_name
 
+    env_id, settings = resolve_env_name(env)
     config = (RagenConfig()
-              .environment(resolve_env_id(env), env_config=ENVS[env][0])
+              .environment(env_id, env_config={**settings, **ENVS[env][0]})
               .env_runners(num_env_runners=1)
               .learners(num_learners=0)
               .rl_module(model_config={"model": str(model)})

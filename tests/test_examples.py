@@ -78,7 +78,7 @@ def test_cli_env_demo_oracles_beat_random():
 
 
 @pytest.mark.parametrize("flags, expected", [
-    (["--warm-start", "FrozenLake,Chess"], ["'Chess' is not registered"]),
+    (["--warm-start", "FrozenLake,Chess"], ["'Chess' is not known", "'SimpleSokoban'"]),
     (["--warm-start", "FrozenLake", "--noise", "1.5"], ["--noise=1.5", "[0, 1]"]),
     (["--warm-start", "FrozenLake", "--autocast", "fp16"], ["--autocast", "'fp16'"]),
 ])

@@ -100,11 +100,13 @@ def _cmd_serve_env(args: argparse.Namespace) -> int:
                          "'{\"size\": 4}'") from None
     if not isinstance(env_config, dict):
         raise ValueError(f"--env-config {args.env_config!r} must be a JSON object, e.g. '{{\"size\": 4}}'")
-    from ragen_rllib.envs.catalog import resolve_env_id
+    from ragen_rllib.envs.loading import resolve_env_name
     from ragen_rllib.run.serve_env import serve
 
-    env = args.env if ":" in args.env else resolve_env_id(args.env)
-    print(f"serving {env} on http://{args.host}:{args.port} (OpenEnv: /ws sessions, /health, /schema)", flush=True)
+    env, settings = resolve_env_name(args.env)
+    env_config = {**settings, **env_config}
+    print(f"serving {env} (env_config {env_config}) on http://{args.host}:{args.port} (OpenEnv: /ws sessions, "
+          "/health, /schema)", flush=True)
     serve(env, env_config, host=args.host, port=args.port, max_concurrent_envs=args.max_sessions,
           session_timeout_s=args.session_timeout_s)
     return 0

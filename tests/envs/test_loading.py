@@ -92,3 +92,40 @@ def test_an_env_path_from_before_the_envs_were_sorted_by_kind_names_its_new_path
         resolve_env("ragen_rllib.envs.tictactoe:TicTacToeEnv")
     for new in MOVED_MODULES.values():
         importlib.import_module(new)  # every new path exists
+
+
+@pytest.mark.parametrize("name, expected", [
+    ("SimpleSokoban", ("ragen/Sokoban-v0", {"dim_room": [6, 6], "num_boxes": 1, "max_steps": 100,
+                                            "search_depth": 300})),
+    ("FrozenLake", ("ragen/FrozenLake-v0", {"size": 4, "p": 0.9, "success_rate": 0.8, "is_slippery": True})),
+    ("frozenlake", ("ragen/FrozenLake-v0", {})),
+    ("searchqa", ("ragen/SearchQA-v0", {})),
+    ("ragen/Sudoku-v0", ("ragen/Sudoku-v0", {})),
+    ("ragen_rllib.envs.multi_agent.tictactoe:TicTacToeEnv",
+     ("ragen_rllib.envs.multi_agent.tictactoe:TicTacToeEnv", {})),
+    ("http://127.0.0.1:8000", ("http://127.0.0.1:8000", {})),
+])
+def test_an_env_name_has_one_reading(name, expected):
+    from ragen_rllib.envs.loading import resolve_env_name
+    from ragen_rllib.models.warm_start import resolve_env as warm_start_env
+
+    assert resolve_env_name(name) == expected == warm_start_env(name)
+
+
+def test_an_unknown_name_lists_what_is_known_and_the_config_points_at_the_id():
+    from ragen_rllib.envs.loading import resolve_env_name
+
+    with pytest.raises(ValueError, match=r"env 'Frozen' is not known: .*'SimpleSokoban'.*'frozenlake'"):
+        resolve_env_name("Frozen")
+    with pytest.raises(ValueError, match=r"a name for env='ragen/Sokoban-v0'\)"):
+        resolve_env("sokoban")  # a config's env takes the id
+
+
+def test_no_other_module_resolves_env_names():
+    from pathlib import Path
+
+    src = Path(__file__).resolve().parents[2] / "src" / "ragen_rllib"
+    spellings = ('rsplit("-v", 1)', "def resolve_env_id", "RAGEN_TAGS[name].env")
+    found = sorted(f"{p.relative_to(src)}: {s}" for p in src.rglob("*.py") for s in spellings
+                   if s in p.read_text() and p.name != "loading.py")
+    assert found == []

@@ -54,17 +54,12 @@ def test_the_warm_start_teaches_the_prompt_and_env_its_rl_config_trains_on(env):
     """The demonstrations use the agent settings and env of configs/runs/<env>_smollm2_cpu.yaml, so RL starts
     from a model that was taught exactly the prompt it will see."""
     from ragen_rllib import RagenConfig
-    from ragen_rllib.envs.catalog import resolve_env_id
-    from ragen_rllib.envs.tags import RAGEN_TAGS
+    from ragen_rllib.envs.loading import resolve_env_name
 
     config = RagenConfig.from_yaml(ROOT / "configs" / "runs" / f"{env}_smollm2_cpu.yaml")
     for key, value in (RECIPES[env].agent or AGENT).items():
         assert getattr(config, key) == value, key
-    name = RECIPES[env].tag  # a RAGEN tag, or an env's short name
-    if name in RAGEN_TAGS:
-        tag_env, tag_config = RAGEN_TAGS[name].env, RAGEN_TAGS[name].env_config
-    else:  # an env's short name, or the import path of a multi-agent env
-        tag_env, tag_config = (name if ":" in name else resolve_env_id(name)), {}
+    tag_env, tag_config = resolve_env_name(RECIPES[env].tag)  # a RAGEN tag, a short name or an import path
     assert config.env == tag_env
     demo_env = {**tag_config, **RECIPES[env].env_config}
     assert {k: (list(v) if isinstance(v, tuple) else v) for k, v in demo_env.items()} == dict(config.env_config)

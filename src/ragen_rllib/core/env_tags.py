@@ -56,6 +56,7 @@ class GroupSlot:
 
 def parse_tags(entries: Any, key: str) -> list[EnvTag]:
     """Tags from a config list (``key`` names it in errors); a built-in tag may omit ``env``/``env_config``."""
+    from ragen_rllib.envs.loading import resolve_env_name
     from ragen_rllib.envs.tags import RAGEN_TAGS
 
     if not isinstance(entries, (list, tuple)) or not entries:
@@ -82,8 +83,8 @@ def parse_tags(entries: Any, key: str) -> list[EnvTag]:
                 raise ValueError(f"{where}: tag {name!r} is not built in" + (f" (did you mean {close}?)" if close
                                  else "") + f", so it needs 'env' (a gymnasium id); built-in tags: "
                                  f"{sorted(RAGEN_TAGS)}")
-            env = RAGEN_TAGS[name].env
-            env_config = {**RAGEN_TAGS[name].env_config, **dict(env_config or {})}
+            env, settings = resolve_env_name(name)
+            env_config = {**settings, **dict(env_config or {})}
         groups, seed = entry.get("groups"), entry.get("seed")
         if not isinstance(groups, int) or isinstance(groups, bool) or groups < 1:
             raise ValueError(f"{where}.groups={groups!r} is invalid: use a positive integer (env groups per rollout)")

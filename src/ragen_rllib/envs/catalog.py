@@ -34,14 +34,3 @@ def describe_envs() -> str:
         keys = ", ".join(f"{k}={v!r}" for k, v in config_defaults(env_id).items())
         lines.append(f"{env_id}: {keys}")
     return "\n".join(lines)
-
-
-def resolve_env_id(name: str) -> str:
-    """A registered gymnasium id from a full id (``ragen/FrozenLake-v0``) or a built-in's short name
-    (``FrozenLake``, case-insensitive)."""
-    if name in gym.registry:
-        return name
-    short = {env_id.split("/")[-1].rsplit("-v", 1)[0].lower(): env_id for env_id in BUILTIN_ENVS}
-    if name.lower() in short:
-        return short[name.lower()]
-    raise ValueError(f"env {name!r} is not registered; use a gymnasium id or one of {sorted(short)}")

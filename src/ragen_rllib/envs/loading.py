@@ -38,6 +38,28 @@ def import_env_modules(modules: Iterable[str], key: str = "env_modules") -> None
                 from err
 
 
+def resolve_env_name(name: str) -> tuple[str, dict]:
+    """The one reading of an env name a person types (``ragen-rllib serve-env``, warm starts, benchmarks):
+    ``(env, settings)``. A RAGEN tag (``SimpleSokoban``, ``FrozenLake``): its env id and settings. A built-in's
+    short name, case-insensitive (``sokoban``, ``frozenlake``): its id and no settings. A registered id,
+    gymnasium's ``module:Id``, a class import path or a server URL: itself. The caller lays the user's own
+    env_config over ``settings``. Anything else: ValueError listing what is known."""
+    import ragen_rllib.envs  # noqa: F401  (registers the built-in envs)
+    from ragen_rllib.envs import BUILTIN_ENVS
+    from ragen_rllib.envs.remote.served import is_url
+    from ragen_rllib.envs.tags import RAGEN_TAGS
+
+    if name in RAGEN_TAGS:
+        return RAGEN_TAGS[name].env, dict(RAGEN_TAGS[name].env_config)
+    short = {env_id.split("/")[-1].rsplit("-v", 1)[0].lower(): env_id for env_id in BUILTIN_ENVS}
+    if name.lower() in short:
+        return short[name.lower()], {}
+    if name in gym.registry or ":" in name or is_url(name):
+        return name, {}
+    raise ValueError(f"env {name!r} is not known: use a registered gymnasium id, a RAGEN tag {sorted(RAGEN_TAGS)}, "
+                     f"a built-in's short name {sorted(short)}, an import path 'my_pkg.envs:MyEnv' or a server URL")
+
+
 def resolve_env(env: str) -> str | type:
     """The registered id, or the class an import path names (an env server's URL: :class:`ServedEnv`);
     ValueError (with the known ids) otherwise."""
@@ -65,6 +87,12 @@ def resolve_env(env: str) -> str | type:
     ours = sorted(k for k in gym.registry if k.startswith("ragen/"))
     close = difflib.get_close_matches(env, list(gym.registry), n=3)
     hint = f" (did you mean {', '.join(map(repr, close))}?)" if close else ""
+    try:
+        named, settings = resolve_env_name(env)
+        hint = f" (a name for env={named!r}" + (f" with env_config {settings}; or name it in env_tags)" if settings
+                                                 else ")")
+    except ValueError:
+        pass
     raise ValueError(f"env={env!r} is not a registered gymnasium id{hint}; the built-in ones are {ours}; register "
                      "your own with gymnasium.register in a module named in environment.env_modules, or give an "
                      "import path 'my_pkg.envs:MyEnv'")

@@ -236,17 +236,9 @@ def evaluate_model(model, tokenizer, cfg: WarmStartConfig) -> dict[str, float]:
 
 def resolve_env(name: str) -> tuple[str, dict]:
     """A RAGEN tag (``SimpleSokoban``: its env id and config), a gymnasium id or a short name (its defaults)."""
-    from ragen_rllib.envs.catalog import resolve_env_id
-    from ragen_rllib.envs.tags import RAGEN_TAGS
+    from ragen_rllib.envs.loading import resolve_env_name
 
-    if name in RAGEN_TAGS:
-        return RAGEN_TAGS[name].env, dict(RAGEN_TAGS[name].env_config)
-    if _multi_agent(name):
-        return name, {}
-    try:
-        return resolve_env_id(name), {}
-    except ValueError as err:
-        raise ValueError(f"{err}, or a RAGEN tag: {sorted(RAGEN_TAGS)}") from None
+    return resolve_env_name(name)
 
 
 def resolve_envs(cfg: WarmStartConfig) -> tuple[list[str], dict[str, dict]]:
