@@ -138,6 +138,7 @@ def _key_values(items: list[str], flag: str) -> dict:
 
 def build_parser() -> argparse.ArgumentParser:
     from ragen_rllib.engines.factory import BACKENDS
+    from ragen_rllib.run import server_process as S
 
     parser = argparse.ArgumentParser(prog="ragen-rllib", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -218,11 +219,12 @@ def build_parser() -> argparse.ArgumentParser:
                         description="Serve ENV (a gymnasium id, a built-in's short name or module:Class) as an "
                         "OpenEnv server; train on it with .environment('http://HOST:PORT').")
     se.add_argument("env", help="the env: ragen/FrozenLake-v0, FrozenLake, SearchQA, my_pkg.envs:MyEnv")
-    se.add_argument("--port", type=int, default=8000, help="TCP port")
-    se.add_argument("--host", default="127.0.0.1", help="address to bind (default: this machine only)")
+    se.add_argument("--port", type=int, default=S.DEFAULT_PORT, help="TCP port")
+    se.add_argument("--host", default=S.DEFAULT_HOST, help="address to bind (default: this machine only)")
     se.add_argument("--env-config", default="{}", metavar="JSON", help="the env's env_config as a JSON object")
-    se.add_argument("--max-sessions", type=int, default=64, help="concurrent episodes (sessions) the server holds")
-    se.add_argument("--session-timeout-s", type=float, default=600.0,
+    se.add_argument("--max-sessions", type=int, default=S.MAX_SESSIONS,
+                    help="concurrent episodes (sessions) the server holds")
+    se.add_argument("--session-timeout-s", type=float, default=S.SESSION_TIMEOUT_S,
                     help="a session idle this long is closed and its env dropped")
     se.set_defaults(func=_cmd_serve_env)
     mm = sub.add_parser("make-model", help="build a tiny model or bring a pretrained one (GGUF, HF), optionally "

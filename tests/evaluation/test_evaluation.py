@@ -37,3 +37,16 @@ def test_evaluate_reports_per_env_metrics_and_writes_one_line_per_trajectory(tmp
     assert {"prompt", "response", "actions", "action_is_valid", "reward", "response_tokens", "state"} <= set(turn)
     assert "Turn 1:" in turn["prompt"] and turn["state"] in turn["prompt"]  # the user message the model answered
     assert isinstance(lines[0]["success"], bool) and "return" in lines[0]
+
+
+def test_evaluation_defaults_are_the_validation_hyperparameters():
+    import inspect
+
+    from ragen_rllib.algorithms.ragen.config.hyperparams import HYPERPARAMS
+    from ragen_rllib.evaluation import evaluate as E
+
+    for fn in (E.evaluate, E.evaluate_multi_agent):
+        params = inspect.signature(fn).parameters
+        assert params["temperature"].default is None and params["seed"].default is None  # None: the hyperparameters
+    source = inspect.getsource(E)
+    assert str(HYPERPARAMS["val_seed"][0]) not in source and "= 0.5" not in source

@@ -118,9 +118,14 @@ def _multi_agent(envs: Sequence[EvalEnv]) -> bool:
 
 
 def evaluate(model: str | Path, envs: Sequence[EvalEnv], episodes: int, samples: int, agent_cfg, *,
-             temperature: float = 0.5, seed: int = 123, engine: str = "auto",
+             temperature: float | None = None, seed: int | None = None, engine: str = "auto",
              out_jsonl: str | Path | None = None) -> dict[str, dict[str, float]]:
-    """Per env tag: success, return, valid-action rate, pass@k for k = 1..samples (+ an ``all`` row)."""
+    """Per env tag: success, return, valid-action rate, pass@k for k = 1..samples (+ an ``all`` row).
+    ``temperature`` and ``seed`` (None): the hyperparameters ``val_temperature`` and ``val_seed``."""
+    from ragen_rllib.algorithms.ragen.config.hyperparams import HYPERPARAMS
+
+    temperature = HYPERPARAMS["val_temperature"][0] if temperature is None else temperature
+    seed = HYPERPARAMS["val_seed"][0] if seed is None else seed
     from ragen_rllib.agent.rollout import rollout
     from ragen_rllib.engines.base import SamplingConfig
     from ragen_rllib.envs.loading import make_env
@@ -202,9 +207,15 @@ def evaluate_multi_agent_run(model: str | Path, config, envs: Sequence, *, episo
 
 
 def evaluate_multi_agent(models: dict[str, str], envs: Sequence, episodes: int, samples: int, agent_cfg, *,
-                         module_of, scripted: dict[str, str], temperature: float = 0.5, seed: int = 123,
-                         engine: str = "auto", out_jsonl: str | Path | None = None) -> dict[str, dict[str, float]]:
-    """Per ``<tag>/<agent>``: :func:`summarize`'s metrics of that agent's side."""
+                         module_of, scripted: dict[str, str], temperature: float | None = None,
+                         seed: int | None = None, engine: str = "auto",
+                         out_jsonl: str | Path | None = None) -> dict[str, dict[str, float]]:
+    """Per ``<tag>/<agent>``: :func:`summarize`'s metrics of that agent's side (``temperature``, ``seed``: as in
+    :func:`evaluate`)."""
+    from ragen_rllib.algorithms.ragen.config.hyperparams import HYPERPARAMS
+
+    temperature = HYPERPARAMS["val_temperature"][0] if temperature is None else temperature
+    seed = HYPERPARAMS["val_seed"][0] if seed is None else seed
     from ragen_rllib.agent.multi_agent import rollout_multi
     from ragen_rllib.engines.base import SamplingConfig
     from ragen_rllib.envs.loading import make_env

@@ -27,9 +27,8 @@ except ImportError as err:  # pragma: no cover - the message is the point
     raise ImportError("serving envs needs openenv-core: pip install 'ragen-rllib[openenv]'") from err
 
 from ragen_rllib.envs.loading import make_env
+from ragen_rllib.run.server_process import DEFAULT_HOST, DEFAULT_PORT, MAX_SESSIONS, SESSION_TIMEOUT_S
 
-#: Where servers listen unless told otherwise (never all interfaces by default).
-DEFAULT_HOST = "127.0.0.1"
 #: The answer to a step with no episode (OpenEnv's stateless HTTP ``/step``, or a session that never reset).
 STATELESS_STEP = ("no episode to step: OpenEnv's HTTP /reset and /step are stateless (each request gets a new env). "
                   "Play an episode over a WebSocket session at /ws: send reset, then step, in one connection "
@@ -111,8 +110,8 @@ def environment_class(env_id: str, env_config: dict | None = None) -> type[Envir
     return ServedTextEnv
 
 
-def create_app(env_id: str, env_config: dict | None = None, max_concurrent_envs: int = 64,
-               session_timeout_s: float | None = 600.0):
+def create_app(env_id: str, env_config: dict | None = None, max_concurrent_envs: int = MAX_SESSIONS,
+               session_timeout_s: float | None = SESSION_TIMEOUT_S):
     """The FastAPI app serving ``env_id`` (openenv-core's ``create_fastapi_app``); checks the env can be made."""
     from openenv.core.env_server.types import ConcurrencyConfig
 
@@ -152,8 +151,8 @@ class _QuietClientClose:
                 raise
 
 
-def serve(env_id: str, env_config: dict | None = None, host: str = DEFAULT_HOST, port: int = 8000,
-          max_concurrent_envs: int = 64, session_timeout_s: float | None = 600.0) -> None:
+def serve(env_id: str, env_config: dict | None = None, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT,
+          max_concurrent_envs: int = MAX_SESSIONS, session_timeout_s: float | None = SESSION_TIMEOUT_S) -> None:
     """Serve ``env_id`` until the process is stopped (uvicorn)."""
     import uvicorn
 

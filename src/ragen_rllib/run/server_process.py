@@ -17,6 +17,13 @@ import sys
 import time
 from collections.abc import Iterator
 
+#: The env server's defaults (``ragen-rllib serve-env``, :func:`ragen_rllib.run.serve_env.serve`): where it listens
+#: (never all interfaces by default), how many episodes (sessions) it holds, and how long an idle one lives.
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8000
+MAX_SESSIONS = 64
+SESSION_TIMEOUT_S = 600.0
+
 
 def free_port() -> int:
     """A TCP port on 127.0.0.1 that nothing listens on right now."""
