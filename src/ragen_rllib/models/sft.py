@@ -96,7 +96,7 @@ def sft_train(
     samples are grouped into steps (:func:`plan_batches`: ``"length"`` or ``"random"``).
     ``autocast`` (``"auto"`` | ``"bfloat16"`` | None/``"none"``) is resolved on the model's device by
     :func:`ragen_rllib.core.precision.resolve_autocast`: the forward pass runs under bfloat16 autocast only where bf16
-    is fast (CUDA with bf16, CPUs with AVX512-BF16/AMX: ~2-3x faster); weights and optimizer stay fp32.
+    is fast (CUDA with bf16, CPUs with AVX512-BF16/AMX); weights and optimizer stay fp32.
     """
     from tqdm.auto import tqdm
 
@@ -117,7 +117,7 @@ def sft_train(
         ids, _, mask = pad_batch([samples[i] for i in batch], pad_id)
         with torch.autocast(device.type, dtype=amp or torch.bfloat16, enabled=amp is not None):
             # Right padding + causal attention: real tokens never see the padding, so no mask is needed
-            # (and without one SDPA takes its fast causal path, ~1.5-2x faster on CPU).
+            # (and without one SDPA takes its faster causal path).
             logp = token_logprobs(model, ids)
         loss = -masked_mean(logp, mask)
         opt.zero_grad(set_to_none=True)

@@ -84,7 +84,7 @@ class WarmStartConfig:
     warmup_steps: int = 0
     batching: str = "length"
 
-    DEFAULT_EPISODES = 640  # per env (small preset: ~4 min of SFT on 2 CPU cores)
+    DEFAULT_EPISODES = 640  # per env
     DEFAULT_EPOCHS = 2
     LR_FROM_SCRATCH = 2e-3  # the tiny presets (random weights) need a high rate to learn the format
     LR_PRETRAINED = 2e-5  # a pretrained model: 2e-3 destroys it (SmolLM2-135M learns the format at 2e-5)

@@ -24,7 +24,7 @@ def demo_model_path(root: str | Path, epochs: int = DEMO_EPOCHS, noise: float = 
 def demo_model(root: str | Path, epochs: int = DEMO_EPOCHS, noise: float = DEMO_NOISE,
                autocast: str | None = "auto", build: bool = True, log: Callable[[str], None] = print) -> Path:
     """The small tiny model warm-started by ``epochs`` SFT epochs on FrozenLake demonstrations with a share
-    ``noise`` of random actions. Built when missing and ``build`` (2-3 min on 2 CPU cores), announced by
+    ``noise`` of random actions. Built when missing and ``build`` (minutes on a CPU), announced by
     ``log``; with ``build=False`` a missing model raises a ``FileNotFoundError`` that says how to build it."""
     from ragen_rllib.models.warm_start import REPORT_FILE, WarmStartConfig, warm_start
 

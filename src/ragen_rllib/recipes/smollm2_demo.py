@@ -107,13 +107,13 @@ def smollm2_model_path(root: str | Path, env: str) -> Path:
 
 
 def smollm2_model(root: str | Path, env: str, build: bool = True, log: Callable[[str], None] = print) -> Path:
-    """SmolLM2-135M-Instruct warm-started on ``env`` (``RECIPES``), built when missing and ``build`` (5-14 min on
-    2 CPU cores; the GGUF conversion once more, ~25 s); with ``build=False`` a missing model raises a
+    """SmolLM2-135M-Instruct warm-started on ``env`` (``RECIPES``), built when missing and ``build`` (minutes on
+    a CPU; the GGUF conversion once more); with ``build=False`` a missing model raises a
     ``FileNotFoundError`` that says how to build it.
 
     The build runs in a child process (``python -m ragen_rllib.recipes.smollm2_demo ROOT ENV``): the SFT's memory
-    then goes back to the system before the caller trains. Built in the same process, the RL that followed peaked
-    at 14.7 GB of driver memory and came within 2.7 GiB of filling a 24 GiB machine."""
+    then goes back to the system before the caller trains (built in the same process, it stays with the caller's RL
+    run and can fill a 24 GiB machine)."""
     import subprocess
     import sys
 

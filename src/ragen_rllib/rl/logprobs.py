@@ -213,8 +213,8 @@ def masked_token_logprobs(
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """:func:`chunked_token_logprobs` at the positions of ``mask`` only, zeros elsewhere: the LM head (the
     vocabulary-sized part of the pass) runs on the masked tokens alone. In multi-turn RL those are the sampled
-    responses, a few percent of a row (SmolLM2 on SimpleSokoban: 4.5%), while the head took 38% of a learner
-    update when it ran on every position.
+    responses, a few percent of a row, while the head is a large share of a learner update when it runs on every
+    position.
 
     Args:
         hidden: ``[B, T, H]`` last hidden states; ``head``, ``input_ids``, ``temperature``, ``chunk``,

@@ -1,8 +1,8 @@
 """Ends what a local Ray left behind when its driver dies without ``ray.shutdown`` (``kill -9``, a crash).
 
 Ray 2.60's raylet and GCS end with the driver, but its ``DashboardAgent`` and ``RuntimeEnvAgent`` notice the dead
-raylet, log that they exit, and then hang (their last message goes to the dead GCS): measured, still running 30 s
-later. :func:`start_reaper` starts this module as a small process in its own session. It records the driver's
+raylet, log that they exit, and then hang (their last message goes to the dead GCS) instead of exiting.
+:func:`start_reaper` starts this module as a small process in its own session. It records the driver's
 descendants every second (the Ray processes, their workers, and the engines those start) and, once the driver is
 gone and a grace period has let Ray end its own processes, kills those still alive. Process ids are matched with
 their start times, so a reused id is never killed.

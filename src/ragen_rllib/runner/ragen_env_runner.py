@@ -4,7 +4,7 @@ Each ``sample()`` runs one synchronous multi-turn rollout over this runner's sha
 the run's env tags, and their seeds: see :mod:`ragen_rllib.core.env_tags`; every trajectory of a
 group shares the seed) with ONE batched engine call per turn, and returns :class:`Trajectory` records
 with the agent layer's exact-token transcripts. Model output and env errors are handled and counted
-here: an exception escaping ``sample()`` would make RLlib kill and restart the runner (~60 s).
+here: an exception escaping ``sample()`` would make RLlib kill and restart the runner (a slow restart).
 
 With a turn-based multi-agent env, each round's turns are batched per module (one engine call per module), each
 agent's module is RLlib's ``policy_mapping_fn``, scripted agents (``scripted_agents``) play fixed policies, and

@@ -12,31 +12,10 @@ The estimate (bytes) of one gradient step on a micro-batch of ``tokens`` padded 
     head      = min(V, VOCAB_SLICE) * HEAD_SLICE_BYTES  (the fused log-prob head holds one vocabulary slice of logits
                 for every position; logprob_chunk=0: V * FULL_LOGITS_BYTES, the whole logits)
 
-``(a_h, a_i)`` are the bytes each transformer block keeps per token for backward (bf16 autocast: (40, 8): the
-fp32 residual stream and norms, bf16 copies of the matmul inputs, q/k/v, attention output, four MLP tensors of
-size I; fp32: (44, 16)). ``scale`` is fitted on measured peaks (never below a measured point, never growing
-slower than the measured peaks): ``benchmarks/learner_memory.py`` measured peak RSS of
-``RagenTorchRLModule._forward_train`` + backward + the learner's fused AdamW on SmolLM2-135M (30 layers, H=576,
-I=1536, V=49,152; 134.5M parameters) on an Intel Xeon with AMX (bf16 autocast), 2 threads, see
-benchmarks/results/learner_memory_calibration.json:
-
-    rows x tokens   checkpointing  peak RSS (GiB)   no-grad pass peak (GiB)   (after load: 0.56 GiB)
-    1 x 512         no             3.34             1.45
-    2 x 1024        no             5.65             1.99
-    4 x 1024        no             8.80             2.52
-    1 x 512         yes            2.96             1.45
-    2 x 1024        yes            3.97             1.92
-    4 x 1024        yes            5.70             2.52
-    8 x 1024        yes            8.95             3.75
-
-    fit: no checkpointing 1,598 KiB/token + 2.55 GiB; checkpointing 827 KiB/token + 2.47 GiB; no-grad 310 KiB/token.
-    SCALE: 1.2 (no checkpointing; envelope 0.90, slope 1.19) and 4.3 (checkpointing; envelope 2.82, slope 4.28:
-    the recomputed blocks fragment the heap, so the structural 4 bytes x H per block undercounts). The estimate's
-    static part + RUNTIME_OVERHEAD_BYTES (3.75 GiB) sits 1.2 GiB above the fitted intercepts: the Ray driver or
-    learner actor around the learner (the measuring process held 0.4 GiB after its imports).
-
-The estimate of SmolLM2 with micro_batch_size=8 rows of ~1,500 tokens (12,000 tokens, no checkpointing) is 22.1 GiB:
-the 22 GB the learner process reached on a Sokoban run.
+``(a_h, a_i)`` are the bytes each transformer block keeps per token for backward (bf16 autocast: the fp32
+residual stream and norms, bf16 copies of the matmul inputs, q/k/v, attention output, four MLP tensors of size I).
+``scale`` is fitted on measured peaks, never below a measured point (``benchmarks/learner_memory.py``; the
+calibration table and the fit are in docs/memory.md).
 
 The no-grad pass before the updates (old log-probs, values, reference log-probs) runs on micro-batches of the same
 budget with ``NOGRAD_TOKEN_BYTES`` per token and the same static memory: always below the training peak.

@@ -69,7 +69,7 @@ def _bm25s():
 
 
 def _index():
-    """The BM25 index of the shipped corpus (built once per process, ~0.1 s)."""
+    """The BM25 index of the shipped corpus (built once per process)."""
     bm25s = _bm25s()
     with _LOCK:
         if "index" not in _STATE:

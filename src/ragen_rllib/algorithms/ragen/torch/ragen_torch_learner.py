@@ -205,8 +205,7 @@ def all_finite(tensors) -> bool:
 
 
 def adamw(params: list[torch.nn.Parameter]) -> torch.optim.AdamW:
-    """AdamW, fused (one kernel per parameter instead of several elementwise passes; the 0.5B update of
-    benchmarks/scale.py went from 100.3 to 89.4 s, peak memory about the same) where torch supports it for these
-    parameters (CPU or CUDA floats)."""
+    """AdamW, fused (one kernel per parameter instead of several elementwise passes: a faster update at the same
+    peak memory, docs/scale.md) where torch supports it for these parameters (CPU or CUDA floats)."""
     fused = bool(params) and all(p.is_floating_point() and p.device.type in ("cpu", "cuda") for p in params)
     return torch.optim.AdamW(params, fused=fused)

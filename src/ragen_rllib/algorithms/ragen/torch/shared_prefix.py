@@ -14,9 +14,8 @@ import torch
 #: shorter common prefixes are not worth a second decoder call
 MIN_SHARED_PREFIX = 32
 #: nor are prefixes under this share of the rows: the rest then attends through an explicit mask over the cache,
-#: which costs more than the prefix saves (measured: FrozenLake's 150-token system text shared by rows of
-#: 1,000+ tokens made the demo's learn phase 1.5x slower; a group's whole prompt, 65% of its rows, made the
-#: single-turn learner 2.5x faster; 2-core Xeon with AMX)
+#: which costs more than a short shared prefix saves (a system text under long rows was slower; a group's whole
+#: prompt was faster: the figures are in docs/results.md)
 MIN_SHARED_FRACTION = 0.5
 
 
