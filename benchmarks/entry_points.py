@@ -7,7 +7,7 @@ the learner's losses; ``ragen_rllib.algorithms.ragen.driver.trace``) must equal 
 scores exactly, advantages to float32 rounding, losses within float tolerance. Iterations after the first also
 check the update and the weight sync, since their samples come from the updated engine.
 
-Run:  .venv/bin/python benchmarks/entry_points.py --model DIR [--iterations 2] [--name entry_points_smollm2]
+Run:  .venv/bin/python benchmarks/entry_points.py --model DIR [--iterations 2] [--name entry_points_smollm2] [--jobs N]
       (DIR: a warm start in the run's agent settings, e.g. the SmolLM2 demo's .cache/demo/smollm2-frozenlake-...)
 Prints one line per entry point and iteration; exits 1 on a mismatch; with --name writes
 benchmarks/results/<name>.json. tests/test_entry_points.py runs it with a warm-started tiny model.
@@ -21,6 +21,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -43,6 +44,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--work", default=None, help="where the runs and traces go (default: a temp dir)")
     p.add_argument("--name", default=None, help="write benchmarks/results/<name>.json")
+    p.add_argument("--jobs", type=int, default=1, help="entry points run at once (the test runs 2: start-ups overlap; "
+                   "a record's wall_s is then not each path's own time)")
     return p.parse_args(argv)
 
 
@@ -106,10 +109,15 @@ def main(argv=None) -> int:
     args = parse_args(argv)
     work = Path(args.work or tempfile.mkdtemp(prefix="entry-points-")).resolve()
     seconds, traces = {}, {}
-    for name in ENTRY_POINTS:
+
+    def timed(name: str) -> None:
         start = time.perf_counter()
         traces[name] = run_entry_point(name, args, work)
         seconds[name] = round(time.perf_counter() - start, 1)
+
+    with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        for future in [pool.submit(timed, name) for name in ENTRY_POINTS]:
+            future.result()
     def trace(name: str, it: int) -> dict:  # an iteration whose filter kept no group trains nothing, traces nothing
         path = traces[name] / f"iter_{it:04d}.json"
         return read_trace(path) if path.exists() else {"modules": {}}

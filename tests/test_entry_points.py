@@ -44,7 +44,8 @@ def warm_model(tmp_path_factory) -> Path:
 @pytest.mark.slow
 def test_the_api_the_cli_a_sweep_trial_and_the_example_train_alike(warm_model, tmp_path):
     proc = subprocess.run([sys.executable, "benchmarks/entry_points.py", "--model", str(warm_model), "--iterations",
-                           "2", "--work", str(tmp_path)], cwd=ROOT, capture_output=True, text=True, timeout=1200)
+                           "2", "--work", str(tmp_path), "--jobs", "2"], cwd=ROOT, capture_output=True, text=True,
+                          timeout=1200)
     assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
     assert proc.stdout.count(": equal") == 2 * (len(ENTRY_POINTS) - 1), proc.stdout
     first = read_trace(tmp_path / "api" / "trace" / "iter_0001.json")["modules"]["default_policy"]
