@@ -132,20 +132,20 @@ def test_table_has_one_row_per_trial():
 
 @pytest.mark.slow
 def test_asha_stops_the_worse_of_two_trials_early(ray_session, tmp_path):
-    """ASHA, 2 trials one after the other, rungs at 1 and 2 iterations (reduction factor 2), on a metric that
+    """ASHA, 2 trials one after the other, a rung at 1 iteration (reduction factor 2, 2 at most), on a metric that
     differs by construction (time, lower is better; the second trial writes 6x longer answers): the first runs
     to the end, the second is stopped at its first rung."""
     from ragen_rllib.sweep.run import sweep
 
-    cfg = _write(tmp_path, {**BASE, "run": {"stop": {"training_iteration": 4}, "out_dir": str(tmp_path / "out")},
+    cfg = _write(tmp_path, {**BASE, "run": {"stop": {"training_iteration": 2}, "out_dir": str(tmp_path / "out")},
                             "tune": {"param_space": {"training.max_response_tokens": {"grid_search": [16, 96]}},
                                      "metric": "time_total_s", "mode": "min", "max_concurrent_trials": 1,
-                                     "scheduler": {"type": "asha", "grace_period": 1, "max_t": 4,
+                                     "scheduler": {"type": "asha", "grace_period": 1, "max_t": 2,
                                                    "reduction_factor": 2}}})
     sweep(cfg, [])
     trials = json.loads((tmp_path / "out" / "sweep.json").read_text())["trials"]
     iterations = {t["training.max_response_tokens"]: t["iterations"] for t in trials}
-    assert iterations[16] == 4 and iterations[96] < 4, iterations
+    assert iterations[16] == 2 and iterations[96] < 2, iterations
 
 
 class SigkilledSweep:
@@ -233,7 +233,7 @@ def sigkilled_sweep(request, tmp_path_factory):
 @pytest.mark.slow
 @pytest.mark.usefixtures("sigkilled_sweep")  # that sweep's processes run beside this test
 def test_a_pbt_exploit_loads_the_donors_weights_into_learner_and_engines(ray_session, tmp_path):
-    """Two trials, PBT every 2 iterations (synchronous, so the donor has a checkpoint): the receiving trial's
+    """Two trials, PBT after every iteration (synchronous, so the donor has a checkpoint): the receiving trial's
     learner holds exactly the donor checkpoint's weights after the exploit, its engine generates what those
     weights generate, and the seed schedule comes along."""
     from ragen_rllib.algorithms.ragen.ragen import Ragen
@@ -279,12 +279,12 @@ def test_a_pbt_exploit_loads_the_donors_weights_into_learner_and_engines(ray_ses
     config.callbacks(on_checkpoint_loaded=probe)
     config.tune_settings = {}
     config, _ = apply_param_space(config, {"training.lr": {"grid_search": [1e-3, 2e-3]}})
-    scheduler = make_scheduler({"type": "pbt", "perturbation_interval": 2, "quantile_fraction": 0.5, "synch": True,
+    scheduler = make_scheduler({"type": "pbt", "perturbation_interval": 1, "quantile_fraction": 0.5, "synch": True,
                                 "hyperparam_mutations": {"training.lr": [1e-3, 2e-3, 4e-3]}},
                                "time_total_s", "max", config)
     tuner = tune.Tuner(Ragen, param_space=config, tune_config=tune.TuneConfig(scheduler=scheduler),
                        run_config=tune.RunConfig(storage_path=str(tmp_path), name="pbt",
-                                                 stop={"training_iteration": 4}, verbose=0,
+                                                 stop={"training_iteration": 2}, verbose=0,
                                                  checkpoint_config=tune.CheckpointConfig(checkpoint_frequency=1)))
     assert not tuner.fit().errors
     records = [json.loads(p.read_text()) for p in probe_dir.glob("*.json")]
