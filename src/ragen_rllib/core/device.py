@@ -15,7 +15,7 @@ def device_type(num_gpus: float | None = None) -> str:
     """``"cuda"`` or ``"cpu"`` for a process given ``num_gpus`` GPUs (None: not configured), by the rule above."""
     import torch
 
-    if num_gpus is not None and not num_gpus > 0:
+    if num_gpus is not None and planned_device_type(num_gpus) == "cpu":
         return "cpu"
     return "cuda" if torch.cuda.is_available() else "cpu"
 

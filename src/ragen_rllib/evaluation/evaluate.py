@@ -117,15 +117,20 @@ def _multi_agent(envs: Sequence[EvalEnv]) -> bool:
     return any(multi_agent_class(e.env_id) is not None for e in envs)
 
 
+def _validation_defaults(temperature: float | None, seed: int | None) -> tuple[float, int]:
+    """``temperature`` and ``seed``, each None replaced by its hyperparameter (``val_temperature``, ``val_seed``)."""
+    from ragen_rllib.algorithms.ragen.config.hyperparams import HYPERPARAMS
+
+    return (HYPERPARAMS["val_temperature"][0] if temperature is None else temperature,
+            HYPERPARAMS["val_seed"][0] if seed is None else seed)
+
+
 def evaluate(model: str | Path, envs: Sequence[EvalEnv], episodes: int, samples: int, agent_cfg, *,
              temperature: float | None = None, seed: int | None = None, engine: str = "auto",
              out_jsonl: str | Path | None = None) -> dict[str, dict[str, float]]:
     """Per env tag: success, return, valid-action rate, pass@k for k = 1..samples (+ an ``all`` row).
     ``temperature`` and ``seed`` (None): the hyperparameters ``val_temperature`` and ``val_seed``."""
-    from ragen_rllib.algorithms.ragen.config.hyperparams import HYPERPARAMS
-
-    temperature = HYPERPARAMS["val_temperature"][0] if temperature is None else temperature
-    seed = HYPERPARAMS["val_seed"][0] if seed is None else seed
+    temperature, seed = _validation_defaults(temperature, seed)
     from ragen_rllib.agent.rollout import rollout
     from ragen_rllib.engines.base import SamplingConfig
     from ragen_rllib.envs.loading import make_env
@@ -212,10 +217,7 @@ def evaluate_multi_agent(models: dict[str, str], envs: Sequence, episodes: int, 
                          out_jsonl: str | Path | None = None) -> dict[str, dict[str, float]]:
     """Per ``<tag>/<agent>``: :func:`summarize`'s metrics of that agent's side (``temperature``, ``seed``: as in
     :func:`evaluate`)."""
-    from ragen_rllib.algorithms.ragen.config.hyperparams import HYPERPARAMS
-
-    temperature = HYPERPARAMS["val_temperature"][0] if temperature is None else temperature
-    seed = HYPERPARAMS["val_seed"][0] if seed is None else seed
+    temperature, seed = _validation_defaults(temperature, seed)
     from ragen_rllib.agent.multi_agent import rollout_multi
     from ragen_rllib.engines.base import SamplingConfig
     from ragen_rllib.envs.loading import make_env

@@ -27,7 +27,6 @@ _AGENT = AgentConfig()
 AGENT_KEYS = tuple(f.name for f in fields(AgentConfig))
 
 ADV_ESTIMATORS = tuple(ESTIMATORS)  # the estimator table decides everything else about each one
-ENGINES = BACKENDS  # the engine backends: engines/factory.py
 OLD_LOGPROBS_SOURCES = ("learner", "engine")
 RUNNER_FAILURE_MODES = ("resample", "train_on_rest")
 ROLLOUT_MODES = ("sync", "one_step_off")
@@ -204,7 +203,7 @@ CHOICES: dict[str, tuple[Any, ...]] = {
     "kl_type": KL_KINDS,
     "loss_agg_mode": AGG_MODES,
     "lr_decay": LR_DECAYS,
-    "engine": ENGINES,
+    "engine": BACKENDS,  # engines/factory.py
     "on_runner_failure": RUNNER_FAILURE_MODES,
     "rollout_mode": ROLLOUT_MODES,
     "context_mode": CONTEXT_MODES,
