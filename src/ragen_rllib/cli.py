@@ -20,10 +20,21 @@ import argparse
 import sys
 
 
+def _resumed_overrides(args: argparse.Namespace) -> list[str]:
+    """The overrides of a ``--resume``: argparse takes the first one for CONFIG (both are positional), so it goes
+    back in front; a CONFIG file is refused, since a resumed run keeps the settings it started with."""
+    if args.resume is None or args.config is None:
+        return args.overrides
+    if "=" not in args.config:
+        raise ValueError(f"--resume {args.resume} continues the run with its own config.yaml, so CONFIG "
+                         f"{args.config!r} is not read: drop it, and give changes as section.key=value overrides")
+    return [args.config, *args.overrides]
+
+
 def _cmd_train(args: argparse.Namespace) -> int:
     from ragen_rllib.run.train import train
 
-    run_dir = train(args.config, args.overrides, resume=args.resume)
+    run_dir = train(None if args.resume else args.config, _resumed_overrides(args), resume=args.resume)
     print(f"run saved to {run_dir}")
     return 0
 
@@ -31,7 +42,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
 def _cmd_sweep(args: argparse.Namespace) -> int:
     from ragen_rllib.sweep.run import sweep
 
-    sweep(args.config, args.overrides, resume=args.resume)
+    sweep(None if args.resume else args.config, _resumed_overrides(args), resume=args.resume)
     return 0
 
 

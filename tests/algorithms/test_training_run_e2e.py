@@ -50,10 +50,14 @@ def test_train_checkpoints_and_resumes_exactly_after_a_kill(ray_session, tmp_pat
     assert (ref / CURVE_FILE).stat().st_size > 0
     assert "tiny:nano" in (ref / CONFIG_FILE).read_text()
 
-    # resume: continues at iteration 3 from the last complete checkpoint
-    assert main(["train", "--resume", str(out)]) == 0
+    # resume: continues at iteration 3 from the last complete checkpoint, with an override that reaches the run
+    # (argparse would take a lone positional for CONFIG) and changes nothing it computes
+    mark = "run.ray_init.runtime_env.env_vars.RESUMED_WITH=override"
+    assert main(["train", "--resume", str(out), mark]) == 0
     log = capsys.readouterr().out
     assert f"resumed from {out / 'checkpoints' / killed_after}" in log and "iter    3" in log
+    assert "resume: run.ray_init.runtime_env.env_vars.RESUMED_WITH = 'override'" in log
+    assert "RESUMED_WITH: override" in (out / CONFIG_FILE).read_text()
     rows_resumed = {json.loads(line)["iteration"]: json.loads(line)
                     for line in (out / PROGRESS_FILE).read_text().splitlines()}
     # iteration 3 is the uninterrupted run's: the same samples (metrics) and the same weights and optimizer state

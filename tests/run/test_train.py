@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from ragen_rllib.cli import main
+from ragen_rllib.cli import _resumed_overrides, build_parser, main
 from ragen_rllib.run.train import last_checkpoint, lookup, progress_line, should_stop
 
 RESULT = {"training_iteration": 3, "num_env_steps_sampled_lifetime": 120,
@@ -51,12 +51,23 @@ def test_resume_takes_the_newest_complete_checkpoint(tmp_path):
     (["train", "no/such.yaml"], "config file no/such.yaml does not exist"),
     (["train", "configs/runs/frozenlake_grpo_cpu.yaml", "training.clip_hihg=0.3"], "did you mean 'clip_high'"),
     (["train", "--resume", "no/such/run"], "not a run directory"),
+    (["train", "--resume", "runs/x", "configs/runs/frozenlake_grpo_cpu.yaml"], "is not read: drop it"),
+    (["sweep", "--resume", "runs/x", "configs/sweeps/frozenlake_slip_rate.yaml"], "is not read: drop it"),
 ])
 def test_bad_input_is_one_line_and_exit_code_2(argv, message, capsys):
     with pytest.raises(SystemExit) as stop:
         main(argv)
     err = capsys.readouterr().err
     assert stop.value.code == 2 and message in err and "Traceback" not in err and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("command", ["train", "sweep"])
+def test_every_override_given_with_resume_is_kept(command):
+    """argparse takes the first positional for CONFIG; with --resume it is the first override, not dropped."""
+    args = build_parser().parse_args([command, "--resume", "runs/x", "training.lr=1e-6", "run.checkpoint_every=2"])
+    assert _resumed_overrides(args) == ["training.lr=1e-6", "run.checkpoint_every=2"]
+    args = build_parser().parse_args([command, "configs/x.yaml", "training.lr=1e-6"])
+    assert _resumed_overrides(args) == ["training.lr=1e-6"]  # without --resume, CONFIG is the config
 
 
 def test_train_help_works_from_the_console_script_module():
