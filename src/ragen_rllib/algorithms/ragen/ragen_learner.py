@@ -23,12 +23,19 @@ from ray.rllib.utils.annotations import override
 
 from ragen_rllib.algorithms.ragen.estimators import LEARNER, LearnerInputs, estimator
 from ragen_rllib.core import keys as K
+from ragen_rllib.core.allocator import release_freed_memory
 from ragen_rllib.rl.micro_batches import pack_by_tokens, row_lengths
 from ragen_rllib.rl.schedules import lr_multiplier
 
 
 class RagenLearner(Learner):
     """The framework-independent part of the Ragen learner (see the module docstring)."""
+
+    @override(Learner)
+    def after_gradient_based_update(self, *, timesteps: dict[str, Any]) -> None:
+        """Hand the memory this update freed back to the system (see :mod:`ragen_rllib.core.allocator`)."""
+        super().after_gradient_based_update(timesteps=timesteps)
+        release_freed_memory()
 
     @override(Learner)
     def before_gradient_based_update(self, *, timesteps: dict[str, Any]) -> None:
