@@ -7,7 +7,8 @@ Run:  .venv/bin/python benchmarks/iteration_sokoban.py [--variants recipe one_st
 Each variant is the recipe plus a few overrides (VARIANTS), run in its own process (its own Ray session) for
 ``--iters`` iterations; the first includes warm-up (compilation, caches), the figure is the mean of the later
 ones. Per iteration: wall seconds, the phases (sample, learn, weight sync), trajectories kept by the filter,
-training success and valid actions. The record is per CPU kind, so both kinds keep their figures side by side:
+training success and valid actions; per variant the peak resident memory of the driver (with the learner) and of
+the env runner. The record is per CPU kind, so both kinds keep their figures side by side:
 benchmarks/results/iteration_sokoban_<kind>.json (kind: ``bf16`` on CPUs with AVX512-BF16/AMX, else ``fp32``).
 """
 
@@ -35,6 +36,8 @@ VARIANTS = {
     "one_step_off": ["training.rollout_mode=one_step_off"],
     "lora": [f"rl_module.model_config.lora={LORA}", "training.lr=5.0e-5"],
     "limited_context": ["training.context_mode=limited_multi_turn", "training.context_window=2"],
+    "checkpointing": ["rl_module.model_config.gradient_checkpointing=true"],
+    "micro_batch_4": ["training.micro_batch_size=4"],
 }
 
 
@@ -64,9 +67,17 @@ def run_variant(model: str, name: str, iters: int) -> dict:
         print(f"{name} iteration {i + 1}: {seconds:.1f} s (sample {row['sample_s']:.1f}, learn {row['learn_s']:.1f});"
               f" kept {row['filter_kept_ratio']}, success {row['success_rate']}, valid {row['action_valid_rate']}",
               file=sys.stderr, flush=True)
+    runner = algo.env_runner_group.foreach_env_runner(peak_rss_gib, local_env_runner=False)[0]
     algo.stop()
     ray.shutdown()
-    return {"build_s": build_s, "iterations": rows}
+    return {"build_s": build_s, "iterations": rows, "driver_peak_rss_gib": peak_rss_gib(),
+            "env_runner_peak_rss_gib": runner}
+
+
+def peak_rss_gib(_runner=None) -> float:
+    """Peak resident set (VmHWM) of this process, GiB: the driver holds the local learner."""
+    with open("/proc/self/status", encoding="utf-8") as f:
+        return next(int(line.split()[1]) / 1024 ** 2 for line in f if line.startswith("VmHWM:"))
 
 
 def summarize(side: dict) -> dict:

@@ -220,11 +220,13 @@ def main(argv=None) -> int:
         if entry is None:
             print(f"{arm} seed {seed}: no finished iteration yet, nothing recorded")
             continue
-        record = merge(path, entry, command if (arm, seed) == (args.arm, args.seed) else "", cpu_info())
+        launch = f"python benchmarks/sokoban_filter.py --arm {arm} --seed {seed} (then --resume after each stop)"
+        record = merge(path, entry, command if (arm, seed) == (args.arm, args.seed) else launch, cpu_info())
         path.write_text(json.dumps(record, indent=2))
         plot(record, OUT / f"{args.name}.png")
         print(f"{arm} seed {seed}: {entry['iterations']}/{entry['planned_iterations']} iterations, before "
-              f"{entry['before']}, after {entry['after']}, lift {entry['lift_points']} +- {entry['lift_se_points']}; saved {path}")
+              f"{entry['before']}, after {entry['after']}, lift {entry['lift_points']} +- {entry['lift_se_points']}; "
+              f"saved {path}")
     return 0
 
 

@@ -2,8 +2,8 @@
 
 A learner's tensors change shape from one update to the next (the rows the filter keeps, their lengths). Under
 glibc's default allocator, blocks below its mmap threshold (which rises up to 32 MiB as big blocks are freed) come
-from the heap, and freed heap memory stays resident: the learner's resident size then grows update after update
-although its live tensors do not. ``malloc_trim(0)`` hands every free page of every arena back (``madvise``), at
+from the heap, and freed heap memory stays resident: between updates the learner holds its high-water mark,
+memory the engine beside it could use. ``malloc_trim(0)`` hands every free page of every arena back (``madvise``), at
 the cost of one heap walk. A fixed ``MALLOC_MMAP_THRESHOLD_`` in the environment bounds the growth too, but maps
 and unmaps every big block, which slows the learner and the engine alike.
 """
