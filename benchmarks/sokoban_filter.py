@@ -24,6 +24,7 @@ import argparse
 import json
 import math
 import shlex
+import statistics
 import subprocess
 import sys
 from pathlib import Path
@@ -160,8 +161,8 @@ def summary(entries: list[dict]) -> dict:
     for arm in sorted({e["arm"] for e in entries}):
         done = [e for e in entries if e["arm"] == arm and e["complete"] and e["lift_points"] is not None]
         lifts = [e["lift_points"] for e in done]
-        mean = sum(lifts) / len(lifts) if lifts else None
-        std = math.sqrt(sum((x - mean) ** 2 for x in lifts) / (len(lifts) - 1)) if len(lifts) > 1 else None
+        mean = statistics.fmean(lifts) if lifts else None
+        std = statistics.stdev(lifts) if len(lifts) > 1 else None
         out[arm] = {"seeds_complete": [e["seed"] for e in done], "lifts": lifts, "mean_lift": mean, "std_lift": std,
                     "seeds_meeting_target": sum(x >= TARGET_POINTS for x in lifts)}
     return out
