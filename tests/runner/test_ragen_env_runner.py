@@ -1,5 +1,8 @@
 """RagenEnvRunner in-process (HF engine, no Ray actors): seed schedule, error containment, weight seq numbers."""
 
+import os
+import sys
+
 import gymnasium as gym
 import pytest
 import torch
@@ -53,6 +56,30 @@ def test_groups_follow_ragens_seed_schedule_and_share_a_seed(runner):
     runner.sample(step=0, validation=True)  # validation does not count as sampled training steps
     driver.aggregate([runner.get_metrics()])
     assert driver.peek("num_env_steps_sampled_lifetime") == turns == runner.num_env_steps_sampled_lifetime
+
+
+def resident_mib() -> float:
+    with open("/proc/self/statm", encoding="utf-8") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2 ** 20
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's malloc_trim and /proc are Linux's")
+@pytest.mark.parametrize("call", ["sample", "load_weights"])
+def test_sampling_and_loading_weights_hand_freed_heap_memory_back(runner, call):
+    """The learner runs after the rollout beside the same engine: what the runner freed must not stay resident."""
+    state = {k: v.clone() for k, v in runner.engine.model.state_dict().items()}
+    blocks = [bytearray(64 * 1024) for _ in range(4096)]  # 256 MiB of heap blocks (under the mmap threshold)
+    pin = bytearray(64 * 1024)  # allocated last: keeps the heap's top in use, so free() alone cannot shrink it
+    for block in blocks:
+        block[::4096] = b"x" * len(block[::4096])  # touch every page
+    del blocks
+    freed = resident_mib()
+    if call == "sample":
+        runner.sample(step=0)
+    else:
+        runner.load_weights(state, runner.weights_seq_no + 1)
+    assert freed - resident_mib() > 192, f"{call}() left the freed heap resident"
+    del pin
 
 
 def aggregated(runner, driver=None):

@@ -35,6 +35,7 @@ import ragen_rllib.envs  # noqa: F401  (registers the built-in envs in this proc
 from ragen_rllib.agent.multi_agent import rollout_multi
 from ragen_rllib.agent.rollout import rollout
 from ragen_rllib.agent.trajectory import Trajectory, agent_trajectories
+from ragen_rllib.core.allocator import release_freed_memory
 from ragen_rllib.core.env_tags import split_groups, train_seed, val_seed
 from ragen_rllib.core.keys import RUNNER_ERRORS_LIFETIME
 from ragen_rllib.core.weight_sync import unpack_weights
@@ -178,6 +179,7 @@ class RagenEnvRunner(EnvRunner):
             self._log_counters(steps=sum(int(t.metrics.get("num_turns", 0)) for t in trajectories),
                                episodes=len(trajectories))
         self.last_rollout = {"seconds": seconds, "generated_tokens": tokens}
+        release_freed_memory()  # the rollout's high-water heap, back to the learner that runs next
         return trajectories
 
     def _log_counters(self, steps: int, episodes: int) -> None:
@@ -214,6 +216,7 @@ class RagenEnvRunner(EnvRunner):
         if seq_no == 0 or seq_no > self._seq_nos[module_id]:
             self.engines[module_id].load_weights(unpack_weights(weights))
             self._seq_nos[module_id] = max(seq_no, self._seq_nos[module_id])
+            release_freed_memory()  # the unpacked copy of the weights
         return self.weights_seq_no
 
     @property
