@@ -117,10 +117,23 @@ def test_reject_empty_actions_counts_each_empty_part_as_invalid(text, empty):
     assert p.actions == parse(text).actions  # the named actions still execute, in order
 
 
-def test_reject_empty_actions_keeps_clean_answers_valid():
-    strict = AgentConfig(reject_empty_actions=True)
+@pytest.mark.parametrize("text", COLLAPSED)
+def test_reject_empty_actions_format_breaks_the_answer_and_runs_nothing(text):
+    p = parse(text, AgentConfig(reject_empty_actions="format"))
+    assert not p.format_ok and p.actions == ()
+
+
+@pytest.mark.parametrize("mode", [True, "format"])
+def test_reject_empty_actions_keeps_clean_answers_valid(mode):
+    strict = AgentConfig(reject_empty_actions=mode)
     p = parse("<think>x</think><answer> Down || Right </answer>", strict)
     assert p.format_ok and p.num_invalid == 0 and p.actions == ("Down", "Right")
+
+
+@pytest.mark.parametrize("value", ["yes", "Format", 1, None])
+def test_reject_empty_actions_refuses_other_values_by_name(value):
+    with pytest.raises(ValueError, match=r"reject_empty_actions=.* is invalid: use one of \(False, True, 'format'\)"):
+        AgentConfig(reject_empty_actions=value)
 
 
 def test_reject_empty_actions_gives_the_format_penalty_in_a_turn():
@@ -129,13 +142,13 @@ def test_reject_empty_actions_gives_the_format_penalty_in_a_turn():
     import ragen_rllib.envs  # noqa: F401  (registers ragen/*)
     from ragen_rllib.agent.turns import execute_turn
 
-    strict = AgentConfig(reject_empty_actions=True)
     text = "<think>go</think><answer>Right || ||</answer>"
-    for cfg, penalized in ((CFG, False), (strict, True)):
+    for cfg, penalized, moved in ((CFG, False, ("Right",)), (AgentConfig(reject_empty_actions=True), True, ("Right",)),
+                                  (AgentConfig(reject_empty_actions="format"), True, ())):
         env = gym.make("ragen/FrozenLake-v0", size=4, is_slippery=False)
         state, _ = env.reset(seed=123)
         result = execute_turn(env, parse(text, cfg), cfg, cfg.max_actions_per_traj, state)
-        assert result.actions == ("Right",)
+        assert result.actions == moved
         assert result.penalized is penalized
         assert result.reward == pytest.approx(cfg.format_penalty if penalized else 0.0)
 

@@ -9,6 +9,8 @@ CONTEXT_FULL = "full"  # one sample per trajectory: the whole conversation, ever
 CONTEXT_LIMITED = "limited_multi_turn"  # one sample per turn: the last k turns, only the last turn trained
 CONTEXT_SINGLE = "single_turn"  # one sample per turn: history summarised into the prompt
 CONTEXT_MODES = (CONTEXT_FULL, CONTEXT_LIMITED, CONTEXT_SINGLE)
+EMPTY_BREAKS_FORMAT = "format"  # reject_empty_actions: an empty part breaks the answer's format (nothing runs)
+EMPTY_ACTION_MODES = (False, True, EMPTY_BREAKS_FORMAT)  # reject_empty_actions: dropped / invalid action / format
 
 
 @dataclass(frozen=True)
@@ -27,10 +29,14 @@ class AgentConfig:
         context_mode: ``full`` | ``limited_multi_turn`` | ``single_turn``.
         context_window: turns of history kept in ``limited_multi_turn`` mode (incl. the current one).
         system_prefix: text the system prompt starts with.
-        reject_empty_actions: count an empty part between separators (``Right || || Up``, a trailing
-            ``||``) as an invalid action, so the turn gets the format penalty. False is RAGEN's parser, which
-            drops empty parts silently; under aggressive RL updates a policy can then fill its answers with
-            empty parts and still be "valid" (a collapse mode seen on the tiny models).
+        reject_empty_actions: what an empty part between separators (``Right || || Up``, a trailing ``||``)
+            does. False is RAGEN's parser, which drops empty parts silently; under aggressive RL updates a policy
+            can then fill its answers with them and still be "valid" (a collapse mode seen on the tiny models).
+            True counts each as an invalid action: the turn gets the format penalty and its named actions still
+            run. ``"format"`` makes the answer break the format, as ``reject_extra_actions`` does: nothing of it
+            runs, and the turn gets the format penalty. With True, an answer such as ``Right ||`` moves as well
+            as ``Right`` and costs only the penalty, which a success outweighs: SmolLM2 on Sokoban drifted to
+            such answers until half its validation turns had them.
         reject_extra_actions: an answer with more than ``max_actions_per_turn`` actions breaks the format: none
             of its actions execute and the turn gets the format penalty. False is RAGEN's parser, which runs the
             first ``max_actions_per_turn`` and drops the rest silently: the dropped ones are never executed and
@@ -51,7 +57,7 @@ class AgentConfig:
     context_mode: str = CONTEXT_FULL
     context_window: int = 2
     system_prefix: str = "You're a helpful assistant. "
-    reject_empty_actions: bool = False
+    reject_empty_actions: bool | str = False
     reject_extra_actions: bool = False
 
     def __post_init__(self) -> None:
@@ -65,6 +71,8 @@ class AgentConfig:
                f"smaller than max_model_len={self.max_model_len}; raise max_model_len or lower max_response_tokens")
         _check(isinstance(self.action_sep, str) and self.action_sep.strip() != "", "action_sep", self.action_sep,
                "a non-blank string such as '||'")
+        _check(isinstance(self.reject_empty_actions, bool) or self.reject_empty_actions == EMPTY_BREAKS_FORMAT,
+               "reject_empty_actions", self.reject_empty_actions, f"one of {EMPTY_ACTION_MODES}")
         _check(isinstance(self.format_penalty, (int, float)) and self.format_penalty <= 0, "format_penalty",
                self.format_penalty, "a number <= 0 (RAGEN: -0.1)")
 

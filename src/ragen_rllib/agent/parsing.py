@@ -6,7 +6,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ragen_rllib.agent.config import AgentConfig
+from ragen_rllib.agent.config import EMPTY_BREAKS_FORMAT, AgentConfig
 from ragen_rllib.agent.prompts import (
     ANSWER_CLOSE,
     ANSWER_OPEN,
@@ -63,7 +63,8 @@ def parse_response(text: object, cfg: AgentConfig, action_names: Sequence[str]) 
     when ``cfg.enable_think`` is False); the tags may not nest. Text after ``</answer>`` is ignored. The
     answer is split on ``cfg.action_sep``, cut to ``cfg.max_actions_per_turn`` parts and matched
     case-insensitively to ``action_names``; with no action names (free-form envs) the answer is one action.
-    Empty parts are dropped (RAGEN), or counted as invalid actions with ``cfg.reject_empty_actions``; parts past
+    Empty parts are dropped (RAGEN), counted as invalid actions with ``cfg.reject_empty_actions=True``, or break
+    the format with ``cfg.reject_empty_actions="format"`` (nothing executes); parts past
     ``cfg.max_actions_per_turn`` are dropped (RAGEN), or break the format with ``cfg.reject_extra_actions``
     (nothing executes).
     """
@@ -89,7 +90,8 @@ def parse_response(text: object, cfg: AgentConfig, action_names: Sequence[str]) 
     raw = [p.strip() for p in answer.split(cfg.action_sep)]
     empty = sum(not p for p in raw) if cfg.reject_empty_actions else 0
     named = [p for p in raw if p]
-    if cfg.reject_extra_actions and len(named) > cfg.max_actions_per_turn:
+    if (cfg.reject_empty_actions == EMPTY_BREAKS_FORMAT and empty) or (
+            cfg.reject_extra_actions and len(named) > cfg.max_actions_per_turn):
         return ParsedResponse(format_ok=False, think=think.strip(), answer=answer)
     parts = named[: cfg.max_actions_per_turn]
     by_lower = {name.lower(): name for name in action_names}

@@ -15,7 +15,7 @@ import typing
 from dataclasses import MISSING, Field, dataclass, field, fields
 from typing import Any
 
-from ragen_rllib.agent.config import CONTEXT_MODES, AgentConfig
+from ragen_rllib.agent.config import CONTEXT_MODES, EMPTY_ACTION_MODES, AgentConfig
 from ragen_rllib.algorithms.ragen.estimators import ESTIMATORS
 from ragen_rllib.engines.factory import BACKENDS
 from ragen_rllib.rl.filtering import FILTER_METRICS, FILTER_STRATEGIES, KEEP, TOP_P_MODES
@@ -186,7 +186,7 @@ class RagenHyperparams:
     context_mode: str = _agent("context_mode")
     context_window: int = _agent("context_window")
     system_prefix: str = _agent("system_prefix")
-    reject_empty_actions: bool = _agent("reject_empty_actions")
+    reject_empty_actions: bool | str = _agent("reject_empty_actions")
     reject_extra_actions: bool = _agent("reject_extra_actions")
 
 
@@ -207,6 +207,7 @@ CHOICES: dict[str, tuple[Any, ...]] = {
     "on_runner_failure": RUNNER_FAILURE_MODES,
     "rollout_mode": ROLLOUT_MODES,
     "context_mode": CONTEXT_MODES,
+    "reject_empty_actions": EMPTY_ACTION_MODES,
 }
 
 
