@@ -35,8 +35,8 @@ class AgentConfig:
             True counts each as an invalid action: the turn gets the format penalty and its named actions still
             run. ``"format"`` makes the answer break the format, as ``reject_extra_actions`` does: nothing of it
             runs, and the turn gets the format penalty. With True, an answer such as ``Right ||`` moves as well
-            as ``Right`` and costs only the penalty, which a success outweighs: SmolLM2 on Sokoban drifted to
-            such answers until half its validation turns had them.
+            as ``Right`` and costs only the penalty, which a success outweighs, so RL can drift to such answers
+            (SmolLM2 on Sokoban did: docs/results.md).
         reject_extra_actions: an answer with more than ``max_actions_per_turn`` actions breaks the format: none
             of its actions execute and the turn gets the format penalty. False is RAGEN's parser, which runs the
             first ``max_actions_per_turn`` and drops the rest silently: the dropped ones are never executed and
