@@ -1,11 +1,13 @@
-"""The C heap's freed memory back to the operating system after each learner update.
+"""The C heap's freed memory back to the operating system, after each learner update and each env-runner rollout or
+weight load.
 
-A learner's tensors change shape from one update to the next (the rows the filter keeps, their lengths). Under
-glibc's default allocator, blocks below its mmap threshold (which rises up to 32 MiB as big blocks are freed) come
-from the heap, and freed heap memory stays resident: between updates the learner holds its high-water mark,
-memory the engine beside it could use. ``malloc_trim(0)`` hands every free page of every arena back (``madvise``), at
-the cost of one heap walk. A fixed ``MALLOC_MMAP_THRESHOLD_`` in the environment bounds the growth too, but maps
-and unmaps every big block, which slows the learner and the engine alike.
+A learner's tensors change shape from one update to the next (the rows the filter keeps, their lengths), and a
+rollout's buffers from one step to the next. Under glibc's default allocator, blocks below its mmap threshold (which
+rises up to 32 MiB as big blocks are freed) come from the heap, and freed heap memory stays resident: between phases
+a process holds its high-water mark, memory the learner or engine beside it could use. ``malloc_trim(0)`` hands
+every free page of every arena back (``madvise``), at the cost of one heap walk. A fixed ``MALLOC_MMAP_THRESHOLD_``
+in the environment bounds the growth too, but maps and unmaps every big block, which slows the learner and the
+engine alike.
 """
 
 from __future__ import annotations
