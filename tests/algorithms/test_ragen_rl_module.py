@@ -179,3 +179,25 @@ def test_chunked_logits_and_gradient_checkpointing_change_memory_not_results(var
     assert len(grads[0]) == len(grads[1]) > 0
     for a, b in zip(*grads):  # equal up to float summation order (chunks sum the tied head's gradient in parts)
         assert (b - a).norm() <= 1e-5 * a.norm() + 1e-7, ((b - a).norm(), a.norm())
+
+
+
+@pytest.mark.parametrize("detach", [False, True])
+def test_a_detached_value_head_keeps_the_value_loss_off_the_backbone(detach):
+    """With ``detach_value_head`` the value loss trains the head only; without it, it moves the backbone too. The
+    values themselves are the same either way."""
+    module = build(value_head=True, autocast=None, detach_value_head=detach)
+    with torch.no_grad():  # a non-zero head, so the value loss has a gradient below the head
+        module.value_head.weight.copy_(torch.linspace(-1, 1, module.value_head.weight.numel())
+                                       .view_as(module.value_head.weight))
+    ids = torch.randint(0, 1000, (2, 7))
+    out = module.forward_train({K.INPUT_IDS: ids})
+    backbone = [p for p in module.lm.parameters() if p.requires_grad]
+    head_grad, *grads = torch.autograd.grad((out[K.VALUES] - 1).pow(2).sum(), [module.value_head.weight, *backbone],
+                                            allow_unused=True)
+    assert head_grad.norm() > 0
+    moved = sum(float(g.norm()) for g in grads if g is not None)
+    assert (moved == 0) if detach else (moved > 0)
+    other = build(value_head=True, autocast=None, detach_value_head=not detach)
+    other.load_state_dict(module.state_dict())
+    torch.testing.assert_close(other.forward_train({K.INPUT_IDS: ids})[K.VALUES], out[K.VALUES])

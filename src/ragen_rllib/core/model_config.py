@@ -72,6 +72,11 @@ MODEL_SETTINGS: dict[str, ModelSetting] = {
     "value_head": ModelSetting(
         None, "build a critic head (GAE); it never goes to env runners. None: the estimator's need for a critic",
         accepts=lambda v: v is None or isinstance(v, bool), expected="True, False or None"),
+    "detach_value_head": ModelSetting(
+        False, "True: the value head reads the backbone's hidden states detached, so the value loss trains the head "
+        "only and never moves the policy's weights (as RAGEN's separate critic model cannot). False: the value "
+        "loss's gradient also flows into the shared backbone", accepts=lambda v: isinstance(v, bool),
+        expected="True or False"),
     "temperature": ModelSetting(
         None, "the sampling temperature the log-probs are computed at, so they match the engine's. None: "
         "`train_temperature`", accepts=lambda v: v is None or _number(v), expected="a positive number or None"),

@@ -75,6 +75,8 @@ class RagenTorchRLModule(TorchRLModule, InferenceOnlyAPI):
             torch.nn.init.zeros_(head.weight)
             torch.nn.init.zeros_(head.bias)
             setattr(self, VALUE_HEAD, head)
+        #: whether the value head's input is detached (its loss then never reaches the backbone)
+        self.detach_value_head = bool(model_setting(cfg, "detach_value_head"))
 
     def enable_gradient_checkpointing(self) -> None:
         """Recompute each transformer block's activations in backward (Hugging Face's checkpointing)."""
@@ -141,6 +143,8 @@ class RagenTorchRLModule(TorchRLModule, InferenceOnlyAPI):
                         result[K.ENTROPY] = _shifted_entropy(out.logits, self.temperature)
         if self.has_value_head:
             head = getattr(self, VALUE_HEAD)
+            if self.detach_value_head:
+                hidden = hidden.detach()
             result[K.VALUES] = head(hidden.to(head.weight.dtype)).squeeze(-1).float()
         return result
 
