@@ -6,7 +6,7 @@ import sys
 import pytest
 
 from ragen_rllib.cli import _resumed_overrides, build_parser, main
-from ragen_rllib.run.train import last_checkpoint, lookup, progress_line, should_stop
+from ragen_rllib.run.train import last_checkpoint, link_checkpoint, lookup, progress_line, should_stop
 
 RESULT = {"training_iteration": 3, "num_env_steps_sampled_lifetime": 120,
           "env_runners": {"success_rate": 0.25, "episode_return_mean": 0.1, "action_valid_rate": 1.0,
@@ -45,6 +45,22 @@ def test_resume_takes_the_newest_complete_checkpoint(tmp_path):
     said = []
     assert last_checkpoint(tmp_path, said.append) == links / "iter_0002"
     assert said == [f"skipping {links / 'iter_0003'}: not a complete checkpoint (no rllib_checkpoint.json)"]
+
+
+def test_checkpoint_links_survive_moving_the_run_directory(tmp_path):
+    run = tmp_path / "run"
+    inside = run / "trials" / "t" / "checkpoint_000001"
+    outside = tmp_path / "storage" / "checkpoint_000001"
+    for target in (inside, outside):
+        target.mkdir(parents=True)
+        (target / "rllib_checkpoint.json").write_text("{}")
+    link_checkpoint(run / "checkpoints" / "iter_0001", inside)
+    link_checkpoint(run / "checkpoints" / "iter_0002", outside)
+    link_checkpoint(run / "checkpoints" / "iter_0002", outside)  # a rewritten link replaces the old one
+    moved = run.rename(tmp_path / "moved")
+    assert (moved / "checkpoints" / "iter_0001").resolve() == (moved / "trials" / "t" / "checkpoint_000001").resolve()
+    assert (moved / "checkpoints" / "iter_0002").resolve() == outside.resolve()  # outside the run: absolute
+    assert last_checkpoint(moved, print) == moved / "checkpoints" / "iter_0002"
 
 
 @pytest.mark.parametrize("argv, message", [

@@ -222,12 +222,20 @@ class RunProgress(tune.Callback):
     @override(tune.Callback)
     def on_checkpoint(self, iteration, trials, trial, checkpoint, **info) -> None:
         step = trial.last_result.get("training_iteration", 0)
-        link = self.run_dir / CHECKPOINTS / f"iter_{step:04d}"
-        link.parent.mkdir(exist_ok=True)
-        if link.is_symlink() or link.exists():
-            link.unlink()
-        link.symlink_to(Path(checkpoint.path).resolve(), target_is_directory=True)
+        link = link_checkpoint(self.run_dir / CHECKPOINTS / f"iter_{step:04d}", Path(checkpoint.path))
         self.log(f"checkpoint {link}")
+
+
+def link_checkpoint(link: Path, target: Path) -> Path:
+    """Point ``link`` at the checkpoint ``target``: relative when both lie under the run directory (``link``'s
+    grandparent), so a moved or copied run directory keeps its links; absolute otherwise (a ``storage_path``)."""
+    link.parent.mkdir(exist_ok=True)
+    if link.is_symlink() or link.exists():
+        link.unlink()
+    target, run_dir = target.resolve(), link.parent.parent.resolve()
+    inside = target.is_relative_to(run_dir)
+    link.symlink_to(os.path.relpath(target, link.parent.resolve()) if inside else target, target_is_directory=True)
+    return link
 
 
 def experiment_location(run: Mapping[str, Any], out: Path, uri_ok: bool = True) -> tuple[str, str]:
