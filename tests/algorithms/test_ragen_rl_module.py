@@ -181,7 +181,6 @@ def test_chunked_logits_and_gradient_checkpointing_change_memory_not_results(var
         assert (b - a).norm() <= 1e-5 * a.norm() + 1e-7, ((b - a).norm(), a.norm())
 
 
-
 @pytest.mark.parametrize("detach", [False, True])
 def test_a_detached_value_head_keeps_the_value_loss_off_the_backbone(detach):
     """With ``detach_value_head`` the value loss trains the head only; without it, it moves the backbone too. The
