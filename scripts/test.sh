@@ -11,7 +11,9 @@ export HF_HOME="$PWD/.cache/hf" HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 export VLLM_CACHE_ROOT="$PWD/.cache/vllm" TORCHINDUCTOR_CACHE_DIR="$PWD/.cache/inductor"
 mkdir -p .cache/tmp && export TMPDIR="$PWD/.cache/tmp"
 .venv/bin/ruff check . || { echo "ruff found problems (above): fix them, or run .venv/bin/ruff check --fix ." >&2; exit 1; }
-.venv/bin/python -m pytest "$@"
+# Two workers (pytest-xdist), whole modules each (a module's fixtures are set up once), the heaviest first
+# (tests/conftest.py); `-n 0` after the command runs everything in one process.
+.venv/bin/python -m pytest -n "${RAGEN_TEST_WORKERS:-2}" --dist loadscope --no-loadscope-reorder "$@"
 rc=$?
 if [ "$rc" -eq 5 ]; then
   echo "pytest collected no tests (exit 5): nothing matched the selection" >&2

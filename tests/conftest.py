@@ -2,6 +2,7 @@
 
 import os
 import tempfile
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -28,12 +29,16 @@ for _var, _sub in (("WANDB_DIR", "wandb"), ("WANDB_CONFIG_DIR", "wandb/config"),
 os.environ.setdefault("TMPDIR", str(CACHE / "tmp"))  # vLLM's zmq socket files, Ray's temp dir
 
 
+WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")  # "gw0", "gw1", ... under pytest-xdist (scripts/test.sh), else ""
+
+
 def ray_temp_dir(name: str, unique: bool = False, below: str = "") -> Path:
     """A Ray temp dir for a test: ``.cache/<name>`` (``unique``: a fresh ``.cache/tmp/<name>XXXXXXXX``) when Ray's
     socket paths fit Linux's 107 bytes there (also under ``below``, where a test nests node temp dirs), else the
     same under the system's ``/tmp`` (a clone at a deep path)."""
     from ragen_rllib.run.ray_init import DASHBOARD_SOCKET_TAIL, UNIX_SOCKET_PATH_MAX
 
+    name += WORKER  # pytest-xdist: each worker starts its own Ray instances
     for parent in ((CACHE / "tmp", Path("/tmp")) if unique else (CACHE, Path("/tmp"))):
         longest = len(os.path.join(parent, name + ("X" * 8 if unique else ""), below, DASHBOARD_SOCKET_TAIL))
         if longest <= UNIX_SOCKET_PATH_MAX:
@@ -67,7 +72,10 @@ class _EarlyRun:
         self.done, self.value, self.error = None, None, None  # done: a threading.Event once started
 
     def due(self, nodeid: str) -> bool:
-        return any(nodeid == s or nodeid.startswith(s.rstrip(":") + "::") for s in self.start_with)
+        # Under pytest-xdist another worker may run the other modules (a run started there would go uncollected and
+        # run twice): only the test's own module starts it, which loadscope keeps on one worker.
+        starts = (self.nodeid.split("::")[0],) if WORKER else self.start_with
+        return any(nodeid == s or nodeid.startswith(s.rstrip(":") + "::") for s in starts)
 
     def execute(self, tmp_path_factory) -> None:
         try:
@@ -85,6 +93,20 @@ _EARLY_THREADS: list = []
 def pytest_configure(config):
     config.addinivalue_line("markers", "early_run(run, start_with): the test's subprocess run starts early "
                                        "(tests/conftest.py)")
+
+
+def pytest_collection_modifyitems(items):
+    """The heaviest modules first (stable, a module's own order kept), by the ``slow`` marks' ``seconds`` (a rough
+    serial cost; 10 when not given): pytest-xdist's loadscope (with ``--no-loadscope-reorder``, scripts/test.sh)
+    hands out whole modules in this order, so the long ones start first and the fast ones fill the workers' ends."""
+    def cost(item) -> float:
+        slow = item.get_closest_marker("slow")
+        return 0.05 if slow is None else slow.kwargs.get("seconds", 10)
+
+    module_cost = Counter()
+    for item in items:
+        module_cost[item.nodeid.split("::")[0]] += cost(item)
+    items.sort(key=lambda item: -module_cost[item.nodeid.split("::")[0]])
 
 
 def pytest_collection_finish(session):

@@ -41,7 +41,7 @@ def warm_model(tmp_path_factory) -> Path:
     return out
 
 
-@pytest.mark.slow
+@pytest.mark.slow(seconds=105)
 def test_the_api_the_cli_a_sweep_trial_and_the_example_train_alike(warm_model, tmp_path):
     proc = subprocess.run([sys.executable, "benchmarks/entry_points.py", "--model", str(warm_model), "--iterations",
                            "2", "--work", str(tmp_path), "--jobs", "2"], cwd=ROOT, capture_output=True, text=True,

@@ -124,7 +124,7 @@ def demo_seeds_run(tmp_path):
         text=True, timeout=300), tmp_path
 
 
-@pytest.mark.slow
+@pytest.mark.slow(seconds=40)
 # (``early_run``: it starts beside tests/run/test_cluster.py, whose client processes keep about one core busy, or else
 # with this module, beside the two-at-a-time runs)
 @pytest.mark.early_run(demo_seeds_run, start_with=["tests/run/test_cluster.py", "tests/test_examples.py"])
@@ -161,7 +161,7 @@ SMOLLM2_TINY = ["--set", "training.env_groups=2", "--set", "training.group_size=
                 "--set", "training.lr_warmup_steps=0"]
 
 
-@pytest.mark.slow
+@pytest.mark.slow(seconds=30)
 @background(lambda tmp_path: [
     "benchmarks/learning.py", "--model", "smollm2", "--envs", "frozenlake", "--seeds", "1", "--iterations", "1",
     "--no-zero-shot", "--results", str(tmp_path), "--runs", str(tmp_path / "runs"), "--name", "t", *SMOLLM2_TINY,
@@ -198,7 +198,7 @@ def test_custom_env_example_trains_through_a_remote_runner(ran):
     assert "iter 1:" in out and "4 episodes of GuessNumber" in out
 
 
-@pytest.mark.slow
+@pytest.mark.slow(seconds=27)
 @background(lambda tmp_path: ["examples/multi_env.py", "--model", "tiny:nano", "--iterations", "1", "--groups", "1",
                               "--group-size", "2", "--val-groups", "1", "--max-response-tokens", "16"])
 def test_multi_env_example_reports_every_tag(ran):
@@ -233,7 +233,7 @@ def test_eval_and_view_example_writes_rollouts_and_a_page(ran):
     assert page.count('class="traj ') == 4 and "pass@2" in out
 
 
-@pytest.mark.slow
+@pytest.mark.slow(seconds=60)
 @background(lambda tmp_path: ["examples/slip_rate_sweep.py", "--model", "tiny:nano", "--slips", "0.5", "--iterations",
                               "1", "--val-groups", "2", "--max-response-tokens", "16", "--out", str(tmp_path)])
 def test_slip_rate_sweep_example_runs_filter_on_and_off(ran):

@@ -18,6 +18,7 @@ def runner_attr(algo, runner_id, fn):
     return algo.env_runner_group.foreach_env_runner(fn, remote_worker_ids=[runner_id], local_env_runner=False)[0]
 
 
+@pytest.mark.slow(seconds=30)
 def test_killed_runner_hung_and_faulty_envs(ray_session, tiny_config, tmp_path):
     trigger = tmp_path / "trigger"
     config = (tiny_config(num_env_runners=2, adv_estimator="grpo", engine="hf", engine_kwargs={},
@@ -83,6 +84,7 @@ def node_loss_run(tmp_path):
     return subprocess.run([sys.executable, str(script), str(temp_dir)], capture_output=True, text=True, timeout=400)
 
 
+@pytest.mark.slow(seconds=30)
 @pytest.mark.early_run(node_loss_run, start_with=["tests/algorithms/test_estimators_e2e.py",
                                                   "tests/algorithms/test_fault_tolerance_e2e.py"])
 def test_losing_the_runners_node(early_result):

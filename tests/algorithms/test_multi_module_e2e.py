@@ -87,6 +87,7 @@ ENGINES = {"hf": ({"engine": "hf", "engine_kwargs": {}}, 1e-4),
            "vllm": ({"engine": "vllm", "engine_kwargs": {"max_model_len": 1024}}, 1e-3)}
 
 
+@pytest.mark.slow(seconds=27)
 @pytest.mark.parametrize("engine", sorted(ENGINES))
 def test_each_role_learns_its_own_module_its_weights_reach_only_its_engine_and_all_restore(ray_session, tmp_path,
                                                                                           engine):

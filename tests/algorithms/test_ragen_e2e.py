@@ -124,6 +124,7 @@ def test_one_runner_local_learner_trains_syncs_weights_and_trains_on_the_sampled
         algo.stop()
 
 
+@pytest.mark.slow(seconds=48)
 def test_two_runners_two_ddp_learners_train_in_lockstep(ray_session, tiny_config):
     config = tiny_config(num_env_runners=2, num_learners=2, adv_estimator="grpo", env_groups=2, group_size=2,
                          entropy_coeff=0.05)
@@ -151,6 +152,7 @@ def engine_gap(algo):
     return max(abs(a - b) for x, y in zip(engine, learner) for a, b in zip(x, y))
 
 
+@pytest.mark.slow(seconds=33)
 def test_checkpoint_restore_gives_identical_weights_and_the_engines_use_them(ray_session, tiny_config, tmp_path):
     """With LoRA, the harder case: RLlib pushes adapter-only state into the runners, Ragen the merged weights.
     (Full fine-tuning's resume identity, weights and optimizer state, is tested through the CLI in

@@ -19,7 +19,7 @@ from ragen_rllib import RagenConfig
 from ragen_rllib.algorithms.ragen.driver.batch import build_batch
 from ragen_rllib.core import keys as K
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.slow(seconds=80)
 
 MODEL = "gguf:smollm2-135m-instruct"
 SIMPLE_SOKOBAN = {"dim_room": [6, 6], "num_boxes": 1, "max_steps": 100, "search_depth": 300}

@@ -26,6 +26,7 @@ run: {stop: {training_iteration: 3}, checkpoint_every: 1}
 """
 
 
+@pytest.mark.slow(seconds=85)
 def test_train_checkpoints_and_resumes_exactly_after_a_kill(ray_session, tmp_path, capsys):
     cfg = tmp_path / "run.yaml"
     cfg.write_text(CONFIG)

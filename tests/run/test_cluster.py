@@ -179,6 +179,7 @@ def test_the_nodes_advertise_loopback_addresses_and_need_the_token(cluster):
         urllib.request.urlopen(cluster.dashboard + "/api/v0/nodes", timeout=10)
 
 
+@pytest.mark.slow(seconds=27)
 def test_train_places_its_env_runner_on_the_worker_node_and_checkpoints(cluster, tmp_path):
     (tmp_path / "run.yaml").write_text(RUN)
     proc = _cli(cluster, "train", "run.yaml", "env_runners.custom_resources_per_env_runner={rollout: 1}",
@@ -191,6 +192,7 @@ def test_train_places_its_env_runner_on_the_worker_node_and_checkpoints(cluster,
     assert runners and {a["node_id"] for a in runners} == {worker}
 
 
+@pytest.mark.slow(seconds=55)
 def test_a_submitted_job_runs_a_sweep_whose_two_trials_land_on_different_nodes(cluster, tmp_path):
     job_dir = tmp_path / "job"
     job_dir.mkdir()
@@ -212,6 +214,7 @@ def test_a_submitted_job_runs_a_sweep_whose_two_trials_land_on_different_nodes(c
     assert len(trials) == 2 and len({a["node_id"] for a in trials}) == 2, trials
 
 
+@pytest.mark.slow(seconds=50)
 def test_a_sweep_trial_whose_node_dies_continues_on_another_node_from_shared_storage(cluster, tmp_path):
     """Kill the node that runs the trial after its 2nd checkpoint, add a new node: Tune restarts the trial
     (run.max_failures) from that checkpoint on run.storage_path and it finishes all 4 iterations."""

@@ -130,7 +130,7 @@ def test_table_has_one_row_per_trial():
     assert "| on | - | 50.0% | +0.400 | 100.0% | 3 |" in text
 
 
-@pytest.mark.slow
+@pytest.mark.slow(seconds=60)
 def test_asha_stops_the_worse_of_two_trials_early(ray_session, tmp_path):
     """ASHA, 2 trials one after the other, a rung at 1 iteration (reduction factor 2, 2 at most), on a metric that
     differs by construction (time, lower is better; the second trial writes 6x longer answers): the first runs
@@ -230,7 +230,7 @@ def sigkilled_sweep(request, tmp_path_factory):
         run.thread.join(timeout=60)
 
 
-@pytest.mark.slow
+@pytest.mark.slow(seconds=110)
 @pytest.mark.usefixtures("sigkilled_sweep")  # that sweep's processes run beside this test
 def test_a_pbt_exploit_loads_the_donors_weights_into_learner_and_engines(ray_session, tmp_path):
     """Two trials, PBT after every iteration (synchronous, so the donor has a checkpoint): the receiving trial's
