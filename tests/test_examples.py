@@ -5,6 +5,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from tests.conftest import WORKER
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -21,7 +22,8 @@ BACKGROUND = {}  # test name -> the arguments (to python) of its example run, gi
 def background(args_of):
     """Decorator: the test's example run (``python *args_of(tmp_path)``) starts in the background with the
     module's other such runs that the session selected, two at a time in file order (one run alone leaves about
-    half of CI's two cores idle: Ray, vLLM and import start-ups); the test gets ``(stdout, tmp_path)`` from the
+    half of CI's two cores idle: Ray, vLLM and import start-ups; one at a time under pytest-xdist, whose other
+    worker keeps that core busy); the test gets ``(stdout, tmp_path)`` from the
     ``ran`` fixture (``out, tmp_path = ran()``), which fails the test as :func:`run` would."""
     def register(test):
         BACKGROUND[test.__name__] = args_of
@@ -35,7 +37,7 @@ def background_runs(request, tmp_path_factory):
 
     selected = [item.function.__name__ for item in request.session.items
                 if item.module.__name__ == __name__ and item.function.__name__ in BACKGROUND]
-    pool = ThreadPoolExecutor(max_workers=2)
+    pool = ThreadPoolExecutor(max_workers=1 if WORKER else 2)  # under pytest-xdist the other worker fills the core
     runs = {}
     for name in dict.fromkeys(selected):
         tmp = tmp_path_factory.mktemp(name.removeprefix("test_")[:30])
