@@ -40,7 +40,7 @@ TARGET_POINTS = 10.0  # lift over the warm start every filter seed must reach
 #: per-iteration curves: name -> (result section, key); "learners" is searched over its modules
 CURVES = {"success_rate": ("env_runners", "success_rate"), "action_valid_rate": ("env_runners", "action_valid_rate"),
           "in_group_reward_std": ("env_runners", "in_group_reward_std_mean"),
-          "filter_kept_ratio": ("env_runners", "filter_kept_ratio"),
+          "filter_kept_ratio": ("env_runners", "filter_kept_ratio"), "pass_at_k": ("env_runners", "pass_at_k"),
           "reasoning_mi": ("env_runners", "reasoning_mi"), "response_tokens": ("env_runners", "response_tokens_mean"),
           "entropy": ("learners", "entropy"), "sample_s": ("timers", "ragen_sample_s"),
           "learn_s": ("timers", "ragen_learn_s"), "seconds": ("", "time_this_iter_s")}

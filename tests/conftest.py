@@ -74,7 +74,7 @@ class _EarlyRun:
     def due(self, nodeid: str) -> bool:
         # Under pytest-xdist another worker may run the other modules (a run started there would go uncollected and
         # run twice): only the test's own module starts it, which loadscope keeps on one worker.
-        starts = (self.nodeid.split("::")[0],) if WORKER else self.start_with
+        starts = (_module(self.nodeid),) if WORKER else self.start_with
         return any(nodeid == s or nodeid.startswith(s.rstrip(":") + "::") for s in starts)
 
     def execute(self, tmp_path_factory) -> None:
@@ -105,8 +105,13 @@ def pytest_collection_modifyitems(items):
 
     module_cost = Counter()
     for item in items:
-        module_cost[item.nodeid.split("::")[0]] += cost(item)
-    items.sort(key=lambda item: -module_cost[item.nodeid.split("::")[0]])
+        module_cost[_module(item.nodeid)] += cost(item)
+    items.sort(key=lambda item: -module_cost[_module(item.nodeid)])
+
+
+def _module(nodeid: str) -> str:
+    """The test file of a node id (``tests/x/test_y.py::test_z[p]`` -> ``tests/x/test_y.py``)."""
+    return nodeid.split("::")[0]
 
 
 def pytest_collection_finish(session):
